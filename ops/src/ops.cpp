@@ -1,0 +1,59 @@
+// The operators' schemas (declared once, here) and the C++ entry points of
+// include/autoreg/ops.h, which call through the dispatcher so that every backend and
+// autograd apply. Kernels: cpu/ (CPU), cuda/ (CUDA), autograd/ (gradients);
+// integrate.cpp and jacobian.cpp are composites built on these.
+#include "autoreg/ops.h"
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/library.h>
+
+namespace autoreg::ops {
+
+TORCH_LIBRARY(autoreg, m) {
+  m.def("warp(Tensor image, Tensor displacement, str interpolation='linear', "
+        "str padding='zeros') -> Tensor");
+  m.def("_warp_backward(Tensor grad, Tensor image, Tensor displacement, str interpolation, "
+        "str padding, bool[2] output_mask) -> (Tensor, Tensor)");
+  m.def("compose(Tensor u, Tensor v) -> Tensor");
+  m.def("integrate(Tensor velocity, int steps=7) -> Tensor");
+  m.def("jacobian_determinant(Tensor displacement) -> Tensor");
+}
+
+namespace {
+
+const char* name_of(Interpolation i) { return i == Interpolation::Linear ? "linear" : "nearest"; }
+const char* name_of(Padding p) { return p == Padding::Zeros ? "zeros" : "border"; }
+
+}  // namespace
+
+at::Tensor warp(const at::Tensor& image, const at::Tensor& displacement,
+                Interpolation interpolation, Padding padding) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("autoreg::warp", "")
+                       .typed<at::Tensor(const at::Tensor&, const at::Tensor&, c10::string_view,
+                                         c10::string_view)>();
+  return op.call(image, displacement, name_of(interpolation), name_of(padding));
+}
+
+at::Tensor compose(const at::Tensor& u, const at::Tensor& v) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("autoreg::compose", "")
+                       .typed<at::Tensor(const at::Tensor&, const at::Tensor&)>();
+  return op.call(u, v);
+}
+
+at::Tensor integrate(const at::Tensor& velocity, int64_t steps) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("autoreg::integrate", "")
+                       .typed<at::Tensor(const at::Tensor&, int64_t)>();
+  return op.call(velocity, steps);
+}
+
+at::Tensor jacobian_determinant(const at::Tensor& displacement) {
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("autoreg::jacobian_determinant", "")
+                       .typed<at::Tensor(const at::Tensor&)>();
+  return op.call(displacement);
+}
+
+}  // namespace autoreg::ops

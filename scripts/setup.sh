@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Installs everything autoreg needs to build and test, and nothing twice.
+#
+#   Debian packages: ITK 5.2, TCLAP, nlohmann-json, GoogleTest, Google Benchmark,
+#                    ccache, ninja, CMake, a C++ compiler, Python's venv.
+#   LibTorch:        the PyPI `torch` wheel (pinned below, built with CUDA 13.0 to match
+#                    the CUDA 13 toolkit) in a virtual environment under
+#                    $AUTOREG_CACHE (default ~/.cache/autoreg), shared by every clone.
+#
+# Idempotent and silent when everything is already there. Safe to run concurrently
+# (a lock serialises installers). Environment:
+#   AUTOREG_CACHE        cache folder (default ${XDG_CACHE_HOME:-~/.cache}/autoreg)
+#   AUTOREG_TORCH_VENV   use this existing virtual environment instead of the cache's
+#   AUTOREG_SKIP_APT=1   do not touch Debian packages (for machines without apt/root)
+set -euo pipefail
+
+# The pinned torch version lives in scripts/torch-version (CMake reads it too).
+# Its default PyPI build (2.11.0) is built with CUDA 13.0, like the local toolkit.
+TORCH_VERSION=$(cat "$(dirname "$0")/torch-version")
+APT_PACKAGES=(build-essential cmake ninja-build ccache git python3 python3-venv
+  libinsighttoolkit5-dev libtclap-dev nlohmann-json3-dev libgtest-dev libgmock-dev
+  libbenchmark-dev
+  libgdcm-tools)   # GDCM's CMake package (pulled in by ITK) names its tools
+
+say() { echo "setup: $*" >&2; }
+cache="${AUTOREG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/autoreg}"
+mkdir -p "$cache"
+
+# --- Debian packages --------------------------------------------------------------
+if [[ "${AUTOREG_SKIP_APT:-0}" != 1 ]]; then
+  missing=()
+  for p in "${APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if ((${#missing[@]})); then
+    sudo=""; [[ $(id -u) -eq 0 ]] || sudo="sudo"
+    say "installing Debian packages: ${missing[*]}"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+
+# --- LibTorch from the PyPI wheel ---------------------------------------------------
+venv="${AUTOREG_TORCH_VENV:-$cache/torch-$TORCH_VERSION}"
+stamp="$venv/.autoreg-ready"
+if [[ ! -f "$stamp" ]]; then
+  exec 9>"$cache/.setup.lock"
+  flock 9                       # another setup may be installing right now
+  if [[ ! -f "$stamp" ]]; then
+    say "installing torch==$TORCH_VERSION (LibTorch, CUDA 13.0 build) into $venv"
+    say "first time only: about 5 GB download, 7 GB on disk, 2-10 minutes"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-cache-dir \
+      "torch==$TORCH_VERSION"
+    "$venv/bin/python" - <<'PY'
+import os, torch.utils
+d = os.path.join(torch.utils.cmake_prefix_path, "Torch")
+assert os.path.isfile(os.path.join(d, "TorchConfig.cmake")), d
+PY
+    touch "$stamp"
+  fi
+  flock -u 9
+fi
+
+# --- ccache keeps its cache beside the venv, outside every clone --------------------
+if command -v ccache >/dev/null; then
+  CCACHE_DIR="${CCACHE_DIR:-$cache/ccache}" ccache --max-size=5G >/dev/null
+fi
