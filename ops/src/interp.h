@@ -27,7 +27,19 @@ enum class Pad : int { Zeros = 0, Border = 1 };
 
 template <typename T>
 AUTOREG_HD T clampv(T x, T lo, T hi) {
-  return x < lo ? lo : (x > hi ? hi : x);
+  x = x < lo ? lo : x;
+  return x > hi ? hi : x;
+}
+
+AUTOREG_HD int32_t clampi(int32_t i, int32_t lo, int32_t hi) {
+  i = i < lo ? lo : i;
+  return i > hi ? hi : i;
+}
+
+// 1 if 0 <= i < size, else 0 (no short-circuit: keeps loops free of branches).
+template <typename T>
+AUTOREG_HD T inside(int32_t i, int32_t size) {
+  return static_cast<T>(static_cast<int>(i >= 0) & static_cast<int>(i < size));
 }
 
 // One axis of a linear sample: the two neighbours (indices clamped into the volume so
@@ -44,11 +56,10 @@ struct LinearAxis {
 
 template <typename T, Pad P>
 AUTOREG_HD LinearAxis<T> linear_axis(T p, int32_t size) {
-  using std::floor;
   LinearAxis<T> a;
   const T last = static_cast<T>(size - 1);
-  if (P == Pad::Border) {
-    a.dpos = (p > T(0) && p < last) ? T(1) : T(0);
+  if constexpr (P == Pad::Border) {
+    a.dpos = static_cast<T>(static_cast<int>(p > T(0)) & static_cast<int>(p < last));
     p = clampv(p, T(0), last);
   } else {
     a.dpos = T(1);
@@ -56,28 +67,33 @@ AUTOREG_HD LinearAxis<T> linear_axis(T p, int32_t size) {
     // keeps the integer conversion below defined for any finite input.
     p = clampv(p, T(-2), last + T(2));
   }
-  const T f = floor(p);
-  const int32_t i0 = static_cast<int32_t>(f);
-  const int32_t i1 = i0 + 1;
-  const T t = p - f;
-  a.m0 = (i0 >= 0 && i0 < size) ? T(1) : T(0);
-  a.m1 = (i1 >= 0 && i1 < size) ? T(1) : T(0);
+  // floor by truncation and correction: vectorises where floor() does not (GCC keeps
+  // floorf scalar unless -fno-trapping-math); p is clamped, so the conversion is safe.
+  int32_t i0 = static_cast<int32_t>(p);
+  i0 -= static_cast<int32_t>(p < static_cast<T>(i0));
+  const T t = p - static_cast<T>(i0);
+  a.m0 = inside<T>(i0, size);
+  a.m1 = inside<T>(i0 + 1, size);
   a.w0 = (T(1) - t) * a.m0;
   a.w1 = t * a.m1;
-  a.i0 = i0 < 0 ? 0 : (i0 > size - 1 ? size - 1 : i0);
-  a.i1 = i1 < 0 ? 0 : (i1 > size - 1 ? size - 1 : i1);
+  a.i0 = clampi(i0, 0, size - 1);
+  a.i1 = clampi(i0 + 1, 0, size - 1);
   return a;
 }
 
 // Nearest neighbour along one axis: the clamped index and whether it is inside.
 template <typename T, Pad P>
-AUTOREG_HD int32_t nearest_axis(T p, int32_t size, T& inside) {
+AUTOREG_HD int32_t nearest_axis(T p, int32_t size, T& in) {
   using std::nearbyint;
   const T last = static_cast<T>(size - 1);
-  p = P == Pad::Border ? clampv(p, T(0), last) : clampv(p, T(-2), last + T(2));
+  if constexpr (P == Pad::Border) {
+    p = clampv(p, T(0), last);
+  } else {
+    p = clampv(p, T(-2), last + T(2));
+  }
   const int32_t i = static_cast<int32_t>(nearbyint(p));
-  inside = (i >= 0 && i < size) ? T(1) : T(0);
-  return i < 0 ? 0 : (i > size - 1 ? size - 1 : i);
+  in = inside<T>(i, size);
+  return clampi(i, 0, size - 1);
 }
 
 }  // namespace autoreg::ops::detail

@@ -5,6 +5,7 @@
 #include "autoreg/ops.h"
 
 #include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/util/Exception.h>
 #include <torch/library.h>
 
 namespace autoreg::ops {
@@ -21,6 +22,11 @@ TORCH_LIBRARY(autoreg, m) {
 
 namespace {
 
+// The dispatcher cannot route an undefined tensor to a kernel; say which one it is.
+void check_defined(const char* op, const char* name, const at::Tensor& t) {
+  TORCH_CHECK(t.defined(), op, ": ", name, " is an undefined tensor");
+}
+
 const char* name_of(Interpolation i) { return i == Interpolation::Linear ? "linear" : "nearest"; }
 const char* name_of(Padding p) { return p == Padding::Zeros ? "zeros" : "border"; }
 
@@ -28,6 +34,8 @@ const char* name_of(Padding p) { return p == Padding::Zeros ? "zeros" : "border"
 
 at::Tensor warp(const at::Tensor& image, const at::Tensor& displacement,
                 Interpolation interpolation, Padding padding) {
+  check_defined("autoreg::warp", "image", image);
+  check_defined("autoreg::warp", "displacement", displacement);
   static auto op = c10::Dispatcher::singleton()
                        .findSchemaOrThrow("autoreg::warp", "")
                        .typed<at::Tensor(const at::Tensor&, const at::Tensor&, c10::string_view,
@@ -36,6 +44,8 @@ at::Tensor warp(const at::Tensor& image, const at::Tensor& displacement,
 }
 
 at::Tensor compose(const at::Tensor& u, const at::Tensor& v) {
+  check_defined("autoreg::compose", "u", u);
+  check_defined("autoreg::compose", "v", v);
   static auto op = c10::Dispatcher::singleton()
                        .findSchemaOrThrow("autoreg::compose", "")
                        .typed<at::Tensor(const at::Tensor&, const at::Tensor&)>();
@@ -43,6 +53,7 @@ at::Tensor compose(const at::Tensor& u, const at::Tensor& v) {
 }
 
 at::Tensor integrate(const at::Tensor& velocity, int64_t steps) {
+  check_defined("autoreg::integrate", "velocity", velocity);
   static auto op = c10::Dispatcher::singleton()
                        .findSchemaOrThrow("autoreg::integrate", "")
                        .typed<at::Tensor(const at::Tensor&, int64_t)>();
@@ -50,6 +61,7 @@ at::Tensor integrate(const at::Tensor& velocity, int64_t steps) {
 }
 
 at::Tensor jacobian_determinant(const at::Tensor& displacement) {
+  check_defined("autoreg::jacobian_determinant", "displacement", displacement);
   static auto op = c10::Dispatcher::singleton()
                        .findSchemaOrThrow("autoreg::jacobian_determinant", "")
                        .typed<at::Tensor(const at::Tensor&)>();

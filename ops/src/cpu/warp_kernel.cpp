@@ -53,11 +53,13 @@ void setup_linear(const Grid& g, const T* ud, const T* uh, const T* uw, int64_t 
                   int64_t w_begin, int32_t len, LinearBlock<T, Grad>& b) {
   const int32_t D = g.D, H = g.H, W = g.W;
   const int32_t HW = H * W;
+  // Positions in T from 32-bit integers only: AVX2 cannot convert 64-bit ones.
+  const T pd = static_cast<T>(d), ph = static_cast<T>(h), pw = static_cast<T>(w_begin);
 #pragma omp simd
   for (int32_t j = 0; j < len; ++j) {
-    const LinearAxis<T> ad = linear_axis<T, P>(T(d) + ud[j], D);
-    const LinearAxis<T> ah = linear_axis<T, P>(T(h) + uh[j], H);
-    const LinearAxis<T> aw = linear_axis<T, P>(T(w_begin + j) + uw[j], W);
+    const LinearAxis<T> ad = linear_axis<T, P>(pd + ud[j], D);
+    const LinearAxis<T> ah = linear_axis<T, P>(ph + uh[j], H);
+    const LinearAxis<T> aw = linear_axis<T, P>(pw + static_cast<T>(j) + uw[j], W);
     const int32_t o00 = ad.i0 * HW + ah.i0 * W, o01 = ad.i0 * HW + ah.i1 * W;
     const int32_t o10 = ad.i1 * HW + ah.i0 * W, o11 = ad.i1 * HW + ah.i1 * W;
     b.off[0][j] = o00 + aw.i0;  b.off[1][j] = o00 + aw.i1;
@@ -97,11 +99,12 @@ template <typename T, Pad P>
 void setup_nearest(const Grid& g, const T* ud, const T* uh, const T* uw, int64_t d, int64_t h,
                    int64_t w_begin, int32_t len, NearestBlock<T>& b) {
   const int32_t D = g.D, H = g.H, W = g.W;
+  const T pd = static_cast<T>(d), ph = static_cast<T>(h), pw = static_cast<T>(w_begin);
   for (int32_t j = 0; j < len; ++j) {
     T md, mh, mw;
-    const int32_t id = nearest_axis<T, P>(T(d) + ud[j], D, md);
-    const int32_t ih = nearest_axis<T, P>(T(h) + uh[j], H, mh);
-    const int32_t iw = nearest_axis<T, P>(T(w_begin + j) + uw[j], W, mw);
+    const int32_t id = nearest_axis<T, P>(pd + ud[j], D, md);
+    const int32_t ih = nearest_axis<T, P>(ph + uh[j], H, mh);
+    const int32_t iw = nearest_axis<T, P>(pw + static_cast<T>(j) + uw[j], W, mw);
     b.off[j] = (id * H + ih) * W + iw;
     b.inside[j] = md * mh * mw;
   }
