@@ -1,0 +1,187 @@
+// Google Benchmark: autoreg's warp and integrate against torch's grid_sample doing the
+// same work (the field converted to grid_sample's normalised grid inside the timed
+// region), plus a large tensor copy that measures the memory bandwidth the
+// "memory-traffic floor" figures are relative to. CPU always; CUDA when a device is
+// present. Each benchmark reports `bytes`, the bytes that must move at least once
+// (inputs read, outputs written), so bench/summarize.py can relate times to the floor.
+//
+//   build/bin/autoreg_bench [--threads N] [google benchmark flags]
+#include <benchmark/benchmark.h>
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/core/GradMode.h>
+#include <torch/csrc/autograd/autograd.h>
+#ifdef AUTOREG_WITH_CUDA
+#include <c10/cuda/CUDAFunctions.h>
+#endif
+
+#include <malloc.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+
+#include "autoreg/ops.h"
+
+namespace {
+
+using autoreg::ops::Interpolation;
+using autoreg::ops::Padding;
+
+struct Size {
+  const char* tag;
+  int64_t C, D, H, W;
+  int64_t voxels() const { return D * H * W; }
+};
+constexpr Size kSizes[] = {{"160", 1, 160, 192, 224}, {"80", 16, 80, 96, 112}};
+
+void sync(const at::Device& device) {
+#ifdef AUTOREG_WITH_CUDA
+  if (device.is_cuda()) c10::cuda::device_synchronize();
+#else
+  (void)device;
+#endif
+}
+
+// grid_sample's view of a displacement field (see tests/ops/helpers.h).
+at::Tensor to_grid(const at::Tensor& disp) {
+  const int64_t D = disp.size(2), H = disp.size(3), W = disp.size(4);
+  auto axis = [&](int64_t dim, int64_t size) {
+    std::vector<int64_t> shape = {1, 1, 1};
+    shape[dim] = size;
+    const at::Tensor base = at::arange(size, disp.options().requires_grad(false)).view(shape);
+    return (disp.select(1, dim) + base) * (2.0 / double(size - 1)) - 1.0;
+  };
+  return at::stack({axis(2, W), axis(1, H), axis(0, D)}, -1);
+}
+
+at::Tensor grid_sample(const at::Tensor& image, const at::Tensor& disp, int64_t padding) {
+  return at::grid_sampler(image, to_grid(disp), /*bilinear*/ 0, padding, /*align_corners=*/true);
+}
+
+struct Inputs {
+  at::Tensor image, disp, grad;
+};
+
+Inputs make_inputs(const Size& s, const at::Device& device) {
+  at::manual_seed(0);
+  const auto opts = at::TensorOptions().dtype(at::kFloat).device(device);
+  // A smooth field of a few voxels, as a registration produces.
+  const at::Tensor coarse = (at::rand({1, 3, 6, 6, 6}, opts) * 2 - 1) * 4;
+  return {at::rand({1, s.C, s.D, s.H, s.W}, opts),
+          at::upsample_trilinear3d(coarse, {s.D, s.H, s.W}, true).contiguous(),
+          at::randn({1, s.C, s.D, s.H, s.W}, opts)};
+}
+
+using Forward = std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>;
+
+void run_forward(benchmark::State& state, const Size& s, const at::Device& device, Forward f) {
+  const Inputs in = make_inputs(s, device);
+  c10::AutoGradMode no_grad(false);
+  for (auto _ : state) {
+    at::Tensor out = f(in.image, in.disp);
+    sync(device);
+    benchmark::DoNotOptimize(out.data_ptr());
+  }
+  state.counters["bytes"] = double((3 + 2 * s.C) * 4 * s.voxels());
+}
+
+void run_forward_backward(benchmark::State& state, const Size& s, const at::Device& device,
+                          Forward f) {
+  Inputs in = make_inputs(s, device);
+  in.image.requires_grad_();
+  in.disp.requires_grad_();
+  for (auto _ : state) {
+    const at::Tensor out = f(in.image, in.disp);
+    const auto grads = torch::autograd::grad({out}, {in.image, in.disp}, {in.grad});
+    sync(device);
+    benchmark::DoNotOptimize(grads[1].data_ptr());
+  }
+  // forward: field and image in, output out; backward: incoming gradient, image and
+  // field in, both gradients out.
+  state.counters["bytes"] = double((3 + 2 * s.C + 3 * s.C + 6) * 4 * s.voxels());
+}
+
+// Scaling and squaring of a 3×80×96×112 field, 7 steps, both ways.
+void run_integrate(benchmark::State& state, const at::Device& device, bool with_grid_sample) {
+  const Size s{"80", 3, 80, 96, 112};
+  const at::Tensor v = make_inputs(s, device).disp;
+  c10::AutoGradMode no_grad(false);
+  constexpr int kSteps = 7;
+  for (auto _ : state) {
+    at::Tensor u;
+    if (with_grid_sample) {
+      u = v * (1.0 / (1 << kSteps));
+      for (int i = 0; i < kSteps; ++i) u = u + grid_sample(u, u, /*border*/ 1);
+    } else {
+      u = autoreg::ops::integrate(v, kSteps);
+    }
+    sync(device);
+    benchmark::DoNotOptimize(u.data_ptr());
+  }
+  // the scaling reads v and writes u; each step reads u and writes the next.
+  state.counters["bytes"] = double((kSteps + 1) * 2 * 3 * 4 * s.voxels());
+}
+
+void run_copy(benchmark::State& state, const at::Device& device) {
+  const at::Tensor src = at::rand({64 * 1024 * 1024}, at::TensorOptions().device(device));  // 256 MiB
+  at::Tensor dst = at::empty_like(src);
+  for (auto _ : state) {
+    dst.copy_(src);
+    sync(device);
+  }
+  state.counters["bytes"] = double(2 * src.nbytes());  // read + write
+  state.SetBytesProcessed(int64_t(state.iterations()) * 2 * int64_t(src.nbytes()));
+}
+
+void register_all(const at::Device& device) {
+  const std::string dev = device.is_cuda() ? "cuda" : "cpu";
+  auto reg = [&](const std::string& name, auto fn) {
+    benchmark::RegisterBenchmark(name.c_str(), fn)->Unit(benchmark::kMillisecond)->UseRealTime();
+  };
+  reg("copy_bandwidth/" + dev, [device](benchmark::State& st) { run_copy(st, device); });
+  for (const Size& s : kSizes) {
+    const std::string tail = "/" + dev + "/" + s.tag;
+    const Forward warp = [](const at::Tensor& i, const at::Tensor& d) {
+      return autoreg::ops::warp(i, d, Interpolation::Linear, Padding::Zeros);
+    };
+    const Forward gs = [](const at::Tensor& i, const at::Tensor& d) { return grid_sample(i, d, 0); };
+    reg("warp_fwd" + tail, [=](benchmark::State& st) { run_forward(st, s, device, warp); });
+    reg("grid_sample_fwd" + tail, [=](benchmark::State& st) { run_forward(st, s, device, gs); });
+    reg("warp_fwd_bwd" + tail, [=](benchmark::State& st) { run_forward_backward(st, s, device, warp); });
+    reg("grid_sample_fwd_bwd" + tail,
+        [=](benchmark::State& st) { run_forward_backward(st, s, device, gs); });
+  }
+  reg("integrate7/" + dev + "/80", [device](benchmark::State& st) { run_integrate(st, device, false); });
+  reg("grid_sample_integrate7/" + dev + "/80",
+      [device](benchmark::State& st) { run_integrate(st, device, true); });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int threads = 2;
+  if (const char* t = std::getenv("AUTOREG_BENCH_THREADS")) threads = std::atoi(t);
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--threads=", 10) == 0) threads = std::atoi(argv[i] + 10);
+  }
+  // Keep freed memory in the process: large tensors are otherwise mapped and unmapped
+  // on every operation (see DESIGN.md). AUTOREG_MALLOPT=0 measures glibc's defaults.
+  const char* mallopt_env = std::getenv("AUTOREG_MALLOPT");
+  const bool keep_memory = !(mallopt_env && std::string(mallopt_env) == "0");
+  if (keep_memory) {
+    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  }
+  at::set_num_threads(threads);
+  benchmark::AddCustomContext("threads", std::to_string(threads));
+  benchmark::AddCustomContext("keep_freed_memory", keep_memory ? "yes" : "no");
+  register_all(at::Device(at::kCPU));
+  if (at::hasCUDA()) register_all(at::Device(at::kCUDA));
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
