@@ -80,6 +80,7 @@ using Forward = std::function<at::Tensor(const at::Tensor&, const at::Tensor&)>;
 void run_forward(benchmark::State& state, const Size& s, const at::Device& device, Forward f) {
   const Inputs in = make_inputs(s, device);
   c10::AutoGradMode no_grad(false);
+  f(in.image, in.disp);  // warm-up: first-touch page faults are not the kernel's time
   for (auto _ : state) {
     at::Tensor out = f(in.image, in.disp);
     sync(device);
@@ -93,6 +94,7 @@ void run_forward_backward(benchmark::State& state, const Size& s, const at::Devi
   Inputs in = make_inputs(s, device);
   in.image.requires_grad_();
   in.disp.requires_grad_();
+  torch::autograd::grad({f(in.image, in.disp)}, {in.image, in.disp}, {in.grad});  // warm-up
   for (auto _ : state) {
     const at::Tensor out = f(in.image, in.disp);
     const auto grads = torch::autograd::grad({out}, {in.image, in.disp}, {in.grad});
@@ -110,6 +112,7 @@ void run_integrate(benchmark::State& state, const at::Device& device, bool with_
   const at::Tensor v = make_inputs(s, device).disp;
   c10::AutoGradMode no_grad(false);
   constexpr int kSteps = 7;
+  autoreg::ops::integrate(v, kSteps);  // warm-up
   for (auto _ : state) {
     at::Tensor u;
     if (with_grid_sample) {
@@ -125,11 +128,24 @@ void run_integrate(benchmark::State& state, const at::Device& device, bool with_
   state.counters["bytes"] = double((kSteps + 1) * 2 * 3 * 4 * s.voxels());
 }
 
+// The bandwidth the floor figures refer to: a 256 MiB copy, split over the threads on
+// the CPU (memcpy of each part: the best a copy does here; at::copy_ is slower) and
+// a device-to-device tensor copy on CUDA.
 void run_copy(benchmark::State& state, const at::Device& device) {
-  const at::Tensor src = at::rand({64 * 1024 * 1024}, at::TensorOptions().device(device));  // 256 MiB
+  const at::Tensor src = at::rand({64 * 1024 * 1024}, at::TensorOptions().device(device));
   at::Tensor dst = at::empty_like(src);
+  const int64_t n = src.numel();
+  dst.copy_(src);  // warm-up: touch every page of dst
   for (auto _ : state) {
-    dst.copy_(src);
+    if (device.is_cuda()) {
+      dst.copy_(src);
+    } else {
+      const float* s = src.data_ptr<float>();
+      float* d = dst.data_ptr<float>();
+      at::parallel_for(0, n, n / at::get_num_threads() + 1, [&](int64_t b, int64_t e) {
+        std::memcpy(d + b, s + b, size_t(e - b) * sizeof(float));
+      });
+    }
     sync(device);
   }
   state.counters["bytes"] = double(2 * src.nbytes());  // read + write
@@ -167,17 +183,25 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--threads=", 10) == 0) threads = std::atoi(argv[i] + 10);
   }
-  // Keep freed memory in the process: large tensors are otherwise mapped and unmapped
-  // on every operation (see DESIGN.md). AUTOREG_MALLOPT=0 measures glibc's defaults.
+  // Memory settings, applied before the first tensor exists and to every benchmark
+  // alike (grid_sample too):
+  //  * keep freed memory in the process: otherwise large tensors are mapped and
+  //    unmapped on every operation (see DESIGN.md); AUTOREG_MALLOPT=0 measures glibc's
+  //    defaults;
+  //  * transparent huge pages for tensors (torch's THP_MEM_ALLOC_ENABLE): on the
+  //    2-core VM heap memory without them copies at a third of the speed (TLB misses
+  //    under nested paging). Set THP_MEM_ALLOC_ENABLE=0 to measure without.
   const char* mallopt_env = std::getenv("AUTOREG_MALLOPT");
   const bool keep_memory = !(mallopt_env && std::string(mallopt_env) == "0");
   if (keep_memory) {
-    mallopt(M_MMAP_THRESHOLD, 1 << 30);
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's maximum
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
   }
+  setenv("THP_MEM_ALLOC_ENABLE", "1", /*overwrite=*/0);
   at::set_num_threads(threads);
   benchmark::AddCustomContext("threads", std::to_string(threads));
   benchmark::AddCustomContext("keep_freed_memory", keep_memory ? "yes" : "no");
+  benchmark::AddCustomContext("thp", std::getenv("THP_MEM_ALLOC_ENABLE"));
   register_all(at::Device(at::kCPU));
   if (at::hasCUDA()) register_all(at::Device(at::kCUDA));
   benchmark::Initialize(&argc, argv);

@@ -9,6 +9,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build="${AUTOREG_BUILD_DIR:-$root/build}"
 cache="${AUTOREG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/autoreg}"
 export CCACHE_DIR="${CCACHE_DIR:-$cache/ccache}"
+# Paths relative to the clone, so that every clone shares the cache entries.
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}"
 if [[ ! -f "$build/CMakeCache.txt" || $# -gt 0 ]]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release --log-level=WARNING "$@"
 fi
