@@ -103,4 +103,13 @@ if(NOT TARGET autoreg::torch)
   target_include_directories(autoreg_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
   separate_arguments(_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
   target_compile_options(autoreg_torch INTERFACE $<$<COMPILE_LANGUAGE:CXX>:${_flags}>)
+  # ATen's parallel_for is a header template whose OpenMP pragma is compiled into the
+  # caller: without -fopenmp our kernels would silently run on one thread. The PyPI
+  # build of LibTorch uses OpenMP (AT_PARALLEL_OPENMP in ATen/Config.h).
+  find_file(_autoreg_aten_config ATen/Config.h PATHS ${TORCH_INCLUDE_DIRS} NO_DEFAULT_PATH)
+  file(STRINGS "${_autoreg_aten_config}" _omp REGEX "define AT_PARALLEL_OPENMP 1")
+  if(_omp)
+    find_package(OpenMP REQUIRED COMPONENTS CXX)
+    target_link_libraries(autoreg_torch INTERFACE OpenMP::OpenMP_CXX)
+  endif()
 endif()
