@@ -15,6 +15,7 @@
 #include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
+#include <algorithm>
 #include <array>
 #include <tuple>
 #include <vector>
@@ -26,6 +27,10 @@ namespace autoreg::ops::detail {
 namespace {
 
 constexpr int32_t kBlock = 64;  // voxels whose neighbours are set up together
+// Channels read together per voxel, sharing one load of its neighbour offsets and
+// weights. Measured at 1×16×80×96×112, one thread: one channel per pass 411 ms, 4 per
+// pass 190-238 ms, 16 per pass 195 ms; groups bound how many planes are read at once.
+constexpr int64_t kChannelGroup = 16;
 
 struct Grid {
   int64_t N, C, D, H, W;
@@ -150,16 +155,19 @@ void forward_linear(const Grid& g, const T* img, const T* disp, T* out) {
         }
         continue;
       }
-      for (int32_t j = 0; j < len; ++j) {
-        const T* src = src_n;
-        T* dst = dst_n + w0 + j;
-        for (int64_t c = 0; c < g.C; ++c, src += plane, dst += plane) {
-          T acc = b.w[0][j] * src[b.off[0][j]] + b.w[1][j] * src[b.off[1][j]] +
-                  b.w[2][j] * src[b.off[2][j]] + b.w[3][j] * src[b.off[3][j]] +
-                  b.w[4][j] * src[b.off[4][j]] + b.w[5][j] * src[b.off[5][j]] +
-                  b.w[6][j] * src[b.off[6][j]] + b.w[7][j] * src[b.off[7][j]];
-          if constexpr (AddDisplacement) acc += u[c * plane + w0 + j];
-          *dst = acc;
+      for (int64_t c0 = 0; c0 < g.C; c0 += kChannelGroup) {
+        const int64_t c1 = std::min<int64_t>(g.C, c0 + kChannelGroup);
+        for (int32_t j = 0; j < len; ++j) {
+          const T* src = src_n + c0 * plane;
+          T* dst = dst_n + c0 * plane + w0 + j;
+          for (int64_t c = c0; c < c1; ++c, src += plane, dst += plane) {
+            T acc = b.w[0][j] * src[b.off[0][j]] + b.w[1][j] * src[b.off[1][j]] +
+                    b.w[2][j] * src[b.off[2][j]] + b.w[3][j] * src[b.off[3][j]] +
+                    b.w[4][j] * src[b.off[4][j]] + b.w[5][j] * src[b.off[5][j]] +
+                    b.w[6][j] * src[b.off[6][j]] + b.w[7][j] * src[b.off[7][j]];
+            if constexpr (AddDisplacement) acc += u[c * plane + w0 + j];
+            *dst = acc;
+          }
         }
       }
     }
@@ -225,49 +233,54 @@ void backward_linear(const Grid& g, const T* grad, const T* img, const T* disp,
     for (int64_t w0 = 0; w0 < g.W; w0 += kBlock) {
       const int32_t len = static_cast<int32_t>(std::min<int64_t>(kBlock, g.W - w0));
       setup_linear<T, P, true>(g, u + w0, u + plane + w0, u + 2 * plane + w0, d, h, w0, len, b);
-      for (int32_t j = 0; j < len; ++j) {
-        int32_t o[8];
-        for (int k = 0; k < 8; ++k) o[k] = b.off[k][j];
-        const T ld = b.lo[0][j], hd = b.hi[0][j], lh = b.lo[1][j], hh = b.hi[1][j];
-        const T lw = b.lo[2][j], hw = b.hi[2][j];
-        const T dld = b.dlo[0][j], dhd = b.dhi[0][j], dlh = b.dlo[1][j], dhh = b.dhi[1][j];
-        const T dlw = b.dlo[2][j], dhw = b.dhi[2][j];
-        T sd = 0, sh = 0, sw = 0;
-        const T* src = img + n * g.C * plane;
-        const T* go = grad + n * g.C * plane + row + w0 + j;
-        T* gi = gimg_n;
-        for (int64_t c = 0; c < g.C; ++c, src += plane, go += plane) {
-          const T gv = *go;
-          if (gdisp) {
-            T r[4], q[4];  // along w: value r and derivative q for each (d_a, h_b)
-            for (int ab = 0; ab < 4; ++ab) {
-              const T v0 = src[o[2 * ab]], v1 = src[o[2 * ab + 1]];
-              r[ab] = lw * v0 + hw * v1;
-              q[ab] = dlw * v0 + dhw * v1;
+      alignas(64) T acc[3][kBlock] = {};
+      for (int64_t c0 = 0; c0 < g.C; c0 += kChannelGroup) {
+        const int64_t c1 = std::min<int64_t>(g.C, c0 + kChannelGroup);
+        for (int32_t j = 0; j < len; ++j) {
+          int32_t o[8];
+          for (int k = 0; k < 8; ++k) o[k] = b.off[k][j];
+          const T ld = b.lo[0][j], hd = b.hi[0][j], lh = b.lo[1][j], hh = b.hi[1][j];
+          const T lw = b.lo[2][j], hw = b.hi[2][j];
+          const T dld = b.dlo[0][j], dhd = b.dhi[0][j], dlh = b.dlo[1][j], dhh = b.dhi[1][j];
+          const T dlw = b.dlo[2][j], dhw = b.dhi[2][j];
+          T sd = 0, sh = 0, sw = 0;
+          const T* src = img + (n * g.C + c0) * plane;
+          const T* go = grad + (n * g.C + c0) * plane + row + w0 + j;
+          T* gi = gimg_n ? gimg_n + c0 * plane : nullptr;
+          for (int64_t c = c0; c < c1; ++c, src += plane, go += plane) {
+            const T gv = *go;
+            if (gdisp) {
+              T r[4], q[4];  // along w: value r and derivative q for each (d_a, h_b)
+              for (int ab = 0; ab < 4; ++ab) {
+                const T v0 = src[o[2 * ab]], v1 = src[o[2 * ab + 1]];
+                r[ab] = lw * v0 + hw * v1;
+                q[ab] = dlw * v0 + dhw * v1;
+              }
+              const T s0 = lh * r[0] + hh * r[1], s1 = lh * r[2] + hh * r[3];
+              const T dh0 = dlh * r[0] + dhh * r[1], dh1 = dlh * r[2] + dhh * r[3];
+              const T tw0 = lh * q[0] + hh * q[1], tw1 = lh * q[2] + hh * q[3];
+              sd += gv * (dld * s0 + dhd * s1);
+              sh += gv * (ld * dh0 + hd * dh1);
+              sw += gv * (ld * tw0 + hd * tw1);
             }
-            const T s0 = lh * r[0] + hh * r[1], s1 = lh * r[2] + hh * r[3];
-            const T dh0 = dlh * r[0] + dhh * r[1], dh1 = dlh * r[2] + dhh * r[3];
-            const T tw0 = lh * q[0] + hh * q[1], tw1 = lh * q[2] + hh * q[3];
-            sd += gv * (dld * s0 + dhd * s1);
-            sh += gv * (ld * dh0 + hd * dh1);
-            sw += gv * (ld * tw0 + hd * tw1);
+            if (gi) {
+              const T a0 = gv * ld, a1 = gv * hd;
+              const T b00 = a0 * lh, b01 = a0 * hh, b10 = a1 * lh, b11 = a1 * hh;
+              gi[o[0]] += b00 * lw;  gi[o[1]] += b00 * hw;
+              gi[o[2]] += b01 * lw;  gi[o[3]] += b01 * hw;
+              gi[o[4]] += b10 * lw;  gi[o[5]] += b10 * hw;
+              gi[o[6]] += b11 * lw;  gi[o[7]] += b11 * hw;
+              gi += plane;
+            }
           }
-          if (gi) {
-            const T a0 = gv * ld, a1 = gv * hd;
-            const T b00 = a0 * lh, b01 = a0 * hh, b10 = a1 * lh, b11 = a1 * hh;
-            gi[o[0]] += b00 * lw;  gi[o[1]] += b00 * hw;
-            gi[o[2]] += b01 * lw;  gi[o[3]] += b01 * hw;
-            gi[o[4]] += b10 * lw;  gi[o[5]] += b10 * hw;
-            gi[o[6]] += b11 * lw;  gi[o[7]] += b11 * hw;
-            gi += plane;
-          }
+          acc[0][j] += sd;
+          acc[1][j] += sh;
+          acc[2][j] += sw;
         }
-        if (gdisp) {
-          T* out = gdisp + n * 3 * plane + row + w0 + j;
-          out[0] = sd;
-          out[plane] = sh;
-          out[2 * plane] = sw;
-        }
+      }
+      if (gdisp) {
+        T* out = gdisp + n * 3 * plane + row + w0;
+        for (int a = 0; a < 3; ++a) std::copy(acc[a], acc[a] + len, out + a * plane);
       }
     }
   });
