@@ -74,13 +74,12 @@ void setup_linear(const Grid& g, const T* ud, const T* uh, const T* uw, int64_t 
     b.off[4][j] = o10 + aw.i0;  b.off[5][j] = o10 + aw.i1;
     b.off[6][j] = o11 + aw.i0;  b.off[7][j] = o11 + aw.i1;
     if constexpr (Grad) {
-      const LinearAxis<T>* axes[3] = {&ad, &ah, &aw};
-      for (int a = 0; a < 3; ++a) {
-        b.lo[a][j] = axes[a]->w0;
-        b.hi[a][j] = axes[a]->w1;
-        b.dlo[a][j] = -axes[a]->m0 * axes[a]->dpos;
-        b.dhi[a][j] = axes[a]->m1 * axes[a]->dpos;
-      }
+      b.lo[0][j] = ad.w0;  b.hi[0][j] = ad.w1;
+      b.lo[1][j] = ah.w0;  b.hi[1][j] = ah.w1;
+      b.lo[2][j] = aw.w0;  b.hi[2][j] = aw.w1;
+      b.dlo[0][j] = -ad.m0 * ad.dpos;  b.dhi[0][j] = ad.m1 * ad.dpos;
+      b.dlo[1][j] = -ah.m0 * ah.dpos;  b.dhi[1][j] = ah.m1 * ah.dpos;
+      b.dlo[2][j] = -aw.m0 * aw.dpos;  b.dhi[2][j] = aw.m1 * aw.dpos;
     } else {
       const T w00 = ad.w0 * ah.w0, w01 = ad.w0 * ah.w1, w10 = ad.w1 * ah.w0, w11 = ad.w1 * ah.w1;
       b.w[0][j] = w00 * aw.w0;  b.w[1][j] = w00 * aw.w1;
