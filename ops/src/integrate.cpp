@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "autoreg/ops.h"
-#include "validate.h"
+#include "args.h"
 
 namespace autoreg::ops::detail {
 namespace {

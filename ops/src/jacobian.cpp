@@ -6,7 +6,7 @@
 #include <ATen/ops/zeros_like.h>
 #include <torch/library.h>
 
-#include "validate.h"
+#include "args.h"
 
 namespace autoreg::ops::detail {
 namespace {

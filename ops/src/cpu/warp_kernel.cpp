@@ -1,18 +1,15 @@
 // CPU kernels of autoreg::warp, autoreg::_warp_backward and autoreg::compose.
 //
 // Work is split into rows (n, d, h) over at::parallel_for. Each row is processed in
-// blocks of kBlock voxels in two phases: first the 8 neighbour offsets and weights of
-// every voxel of the block (the interpolation math of interp.h), then, per channel,
-// the gathers. Both phases are plain loops over the block that the compiler turns into
-// SIMD code (gathers on AVX2), and the neighbour setup is shared by all channels.
-// The backward pass scatters into the image gradient; threads other than the first
-// scatter into private buffers that are summed afterwards, so results are
-// deterministic for a given thread count.
+// blocks of kBlock voxels in two phases: first the neighbour offsets and weights of
+// every voxel of the block, a SIMD loop (neighbours.h); then the reads of the
+// neighbours, as scalar loads (AVX2 gathers were slower on the CPUs measured), for a
+// group of channels at a time so that each voxel's set-up is loaded once per group.
+// The backward pass computes the displacement gradient and scatters the image
+// gradient in the same pass; threads other than the first scatter into private
+// buffers summed afterwards, so results are deterministic for a given thread count.
 #include <ATen/Dispatch.h>
-#include <ATen/Parallel.h>
 #include <ATen/core/Tensor.h>
-#include <ATen/ops/empty.h>
-#include <ATen/ops/zeros.h>
 #include <torch/library.h>
 
 #include <algorithm>
@@ -20,110 +17,11 @@
 #include <tuple>
 #include <vector>
 
-#include "../interp.h"
-#include "../validate.h"
+#include "../args.h"
+#include "neighbours.h"
 
 namespace autoreg::ops::detail {
 namespace {
-
-constexpr int32_t kBlock = 64;  // voxels whose neighbours are set up together
-// Channels read together per voxel, sharing one load of its neighbour offsets and
-// weights. Measured at 1×16×80×96×112, one thread: one channel per pass 411 ms, 4 per
-// pass 190-238 ms, 16 per pass 195 ms; groups bound how many planes are read at once.
-constexpr int64_t kChannelGroup = 16;
-
-struct Grid {
-  int64_t N, C, D, H, W;
-  int64_t plane() const { return D * H * W; }
-};
-
-Grid grid_of(const at::Tensor& image) {
-  return {image.size(0), image.size(1), image.size(2), image.size(3), image.size(4)};
-}
-
-// Neighbour offsets and weights of one block for linear sampling. Corner k = 4a+2b+c
-// is the neighbour (d_a, h_b, w_c); its weight is the product of the axis weights
-// lo/hi (zero for a neighbour outside the volume). With Grad, dlo/dhi hold the
-// derivatives of the axis weights with respect to the sample position.
-template <typename T, bool Grad>
-struct LinearBlock {
-  alignas(64) int32_t off[8][kBlock];
-  alignas(64) T w[Grad ? 1 : 8][kBlock];          // corner weights (forward)
-  alignas(64) T lo[Grad ? 3 : 1][kBlock];         // axis weights (backward)
-  alignas(64) T hi[Grad ? 3 : 1][kBlock];
-  alignas(64) T dlo[Grad ? 3 : 1][kBlock];
-  alignas(64) T dhi[Grad ? 3 : 1][kBlock];
-};
-
-template <typename T, Pad P, bool Grad>
-void setup_linear(const Grid& g, const T* ud, const T* uh, const T* uw, int64_t d, int64_t h,
-                  int64_t w_begin, int32_t len, LinearBlock<T, Grad>& b) {
-  const int32_t D = g.D, H = g.H, W = g.W;
-  const int32_t HW = H * W;
-  // Positions in T from 32-bit integers only: AVX2 cannot convert 64-bit ones.
-  const T pd = static_cast<T>(d), ph = static_cast<T>(h), pw = static_cast<T>(w_begin);
-#pragma omp simd
-  for (int32_t j = 0; j < len; ++j) {
-    const LinearAxis<T> ad = linear_axis<T, P>(pd + ud[j], D);
-    const LinearAxis<T> ah = linear_axis<T, P>(ph + uh[j], H);
-    const LinearAxis<T> aw = linear_axis<T, P>(pw + static_cast<T>(j) + uw[j], W);
-    const int32_t o00 = ad.i0 * HW + ah.i0 * W, o01 = ad.i0 * HW + ah.i1 * W;
-    const int32_t o10 = ad.i1 * HW + ah.i0 * W, o11 = ad.i1 * HW + ah.i1 * W;
-    b.off[0][j] = o00 + aw.i0;  b.off[1][j] = o00 + aw.i1;
-    b.off[2][j] = o01 + aw.i0;  b.off[3][j] = o01 + aw.i1;
-    b.off[4][j] = o10 + aw.i0;  b.off[5][j] = o10 + aw.i1;
-    b.off[6][j] = o11 + aw.i0;  b.off[7][j] = o11 + aw.i1;
-    if constexpr (Grad) {
-      b.lo[0][j] = ad.w0;  b.hi[0][j] = ad.w1;
-      b.lo[1][j] = ah.w0;  b.hi[1][j] = ah.w1;
-      b.lo[2][j] = aw.w0;  b.hi[2][j] = aw.w1;
-      b.dlo[0][j] = -ad.m0 * ad.dpos;  b.dhi[0][j] = ad.m1 * ad.dpos;
-      b.dlo[1][j] = -ah.m0 * ah.dpos;  b.dhi[1][j] = ah.m1 * ah.dpos;
-      b.dlo[2][j] = -aw.m0 * aw.dpos;  b.dhi[2][j] = aw.m1 * aw.dpos;
-    } else {
-      const T w00 = ad.w0 * ah.w0, w01 = ad.w0 * ah.w1, w10 = ad.w1 * ah.w0, w11 = ad.w1 * ah.w1;
-      b.w[0][j] = w00 * aw.w0;  b.w[1][j] = w00 * aw.w1;
-      b.w[2][j] = w01 * aw.w0;  b.w[3][j] = w01 * aw.w1;
-      b.w[4][j] = w10 * aw.w0;  b.w[5][j] = w10 * aw.w1;
-      b.w[6][j] = w11 * aw.w0;  b.w[7][j] = w11 * aw.w1;
-    }
-  }
-}
-
-// Nearest neighbour of each voxel of a block and whether it lies inside the volume.
-template <typename T>
-struct NearestBlock {
-  alignas(64) int32_t off[kBlock];
-  alignas(64) T inside[kBlock];
-};
-
-template <typename T, Pad P>
-void setup_nearest(const Grid& g, const T* ud, const T* uh, const T* uw, int64_t d, int64_t h,
-                   int64_t w_begin, int32_t len, NearestBlock<T>& b) {
-  const int32_t D = g.D, H = g.H, W = g.W;
-  const T pd = static_cast<T>(d), ph = static_cast<T>(h), pw = static_cast<T>(w_begin);
-  for (int32_t j = 0; j < len; ++j) {
-    T md, mh, mw;
-    const int32_t id = nearest_axis<T, P>(pd + ud[j], D, md);
-    const int32_t ih = nearest_axis<T, P>(ph + uh[j], H, mh);
-    const int32_t iw = nearest_axis<T, P>(pw + static_cast<T>(j) + uw[j], W, mw);
-    b.off[j] = (id * H + ih) * W + iw;
-    b.inside[j] = md * mh * mw;
-  }
-}
-
-// Runs body(n, d, h, tid) for every row of the grid, in parallel.
-template <typename F>
-void for_each_row(const Grid& g, F&& body) {
-  const int64_t rows = g.N * g.D * g.H;
-  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, g.W * g.C));
-  at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
-    const int tid = at::get_thread_num();
-    for (int64_t r = begin; r < end; ++r) {
-      body(r / (g.D * g.H), (r / g.H) % g.D, r % g.H, tid);
-    }
-  });
-}
 
 // out = image(x + u(x)) [+ u(x) when AddDisplacement: compose's fused addition].
 template <typename T, Pad P, bool AddDisplacement>
@@ -191,31 +89,6 @@ void forward_nearest(const Grid& g, const T* img, const T* disp, T* out) {
     }
   });
 }
-
-// Per-thread destinations of the image gradient's scatter: thread 0 writes into the
-// result, the others into zero-initialised buffers allocated on first use.
-template <typename T>
-class ScatterTargets {
- public:
-  explicit ScatterTargets(at::Tensor result)
-      : result_(std::move(result)), extra_(std::max(1, at::get_num_threads())) {}
-  T* get(int tid) {
-    if (tid == 0) return result_.data_ptr<T>();
-    at::Tensor& t = extra_.at(tid);
-    if (!t.defined()) t = at::zeros(result_.sizes(), result_.options());
-    return t.data_ptr<T>();
-  }
-  at::Tensor reduce() {
-    for (const at::Tensor& t : extra_) {
-      if (t.defined()) result_.add_(t);
-    }
-    return result_;
-  }
-
- private:
-  at::Tensor result_;
-  std::vector<at::Tensor> extra_;
-};
 
 // One pass per voxel: the 8 neighbours are read once per channel and give both the
 // displacement gradient (derivatives of the trilinear form, axis by axis) and the
@@ -314,89 +187,67 @@ void with_padding(Pad pad, F&& f) {
   }
 }
 
-at::Tensor warp_cpu(const at::Tensor& image_in, const at::Tensor& displacement_in,
+at::Tensor warp_cpu(const at::Tensor& image, const at::Tensor& displacement,
                     c10::string_view interpolation, c10::string_view padding) {
-  const WarpSpec spec =
-      check_warp_args("autoreg::warp", image_in, displacement_in, interpolation, padding);
-  const at::Tensor image = image_in.contiguous();
-  const at::Tensor disp = displacement_in.contiguous();
-  at::Tensor out = at::empty(image.sizes(), image.options());
-  if (out.numel() == 0) return out;
-  const Grid g = grid_of(image);
-  AT_DISPATCH_FLOATING_TYPES(image.scalar_type(), "autoreg::warp", [&] {
-    with_padding(spec.pad, [&](auto pad) {
+  const WarpForward a = prepare_warp("autoreg::warp", image, displacement, interpolation, padding);
+  if (a.empty) return a.out;
+  const Grid g = grid_of(a.image);
+  AT_DISPATCH_FLOATING_TYPES(a.image.scalar_type(), "autoreg::warp", [&] {
+    with_padding(a.spec.pad, [&](auto pad) {
       constexpr Pad P = decltype(pad)::value;
-      if (spec.mode == Mode::Linear) {
-        forward_linear<scalar_t, P, false>(g, image.data_ptr<scalar_t>(),
-                                           disp.data_ptr<scalar_t>(), out.data_ptr<scalar_t>());
+      const auto* img = a.image.data_ptr<scalar_t>();
+      const auto* disp = a.disp.data_ptr<scalar_t>();
+      auto* out = a.out.data_ptr<scalar_t>();
+      if (a.spec.mode == Mode::Linear) {
+        forward_linear<scalar_t, P, false>(g, img, disp, out);
       } else {
-        forward_nearest<scalar_t, P>(g, image.data_ptr<scalar_t>(), disp.data_ptr<scalar_t>(),
-                                     out.data_ptr<scalar_t>());
+        forward_nearest<scalar_t, P>(g, img, disp, out);
       }
     });
   });
-  return out;
+  return a.out;
 }
 
-std::tuple<at::Tensor, at::Tensor> warp_backward_cpu(const at::Tensor& grad_in,
-                                                     const at::Tensor& image_in,
-                                                     const at::Tensor& displacement_in,
+std::tuple<at::Tensor, at::Tensor> warp_backward_cpu(const at::Tensor& grad,
+                                                     const at::Tensor& image,
+                                                     const at::Tensor& displacement,
                                                      c10::string_view interpolation,
                                                      c10::string_view padding,
                                                      std::array<bool, 2> output_mask) {
-  const char* op = "autoreg::_warp_backward";
-  const WarpSpec spec = check_warp_args(op, image_in, displacement_in, interpolation, padding);
-  check_warp_grad(op, grad_in, image_in, displacement_in);
-  const at::Tensor grad = grad_in.contiguous();
-  const at::Tensor image = image_in.contiguous();
-  const at::Tensor disp = displacement_in.contiguous();
-  at::Tensor grad_image, grad_disp;
-  const bool want_image = output_mask[0];
-  // Nearest sampling is piecewise constant: its displacement gradient is zero.
-  const bool want_disp = output_mask[1];
-  if (want_image) grad_image = at::zeros(image.sizes(), image.options());
-  if (want_disp) {
-    grad_disp = spec.mode == Mode::Linear ? at::empty(disp.sizes(), disp.options())
-                                          : at::zeros(disp.sizes(), disp.options());
-  }
-  if (grad.numel() == 0 || image.numel() == 0) {
-    if (want_disp) grad_disp.zero_();
-    return {grad_image, grad_disp};
-  }
-  const Grid g = grid_of(image);
-  AT_DISPATCH_FLOATING_TYPES(image.scalar_type(), "autoreg::_warp_backward", [&] {
-    with_padding(spec.pad, [&](auto pad) {
+  WarpBackward a = prepare_warp_backward("autoreg::_warp_backward", grad, image, displacement,
+                                         interpolation, padding, output_mask);
+  if (a.empty) return {a.grad_image, a.grad_disp};
+  const Grid g = grid_of(a.image);
+  AT_DISPATCH_FLOATING_TYPES(a.image.scalar_type(), "autoreg::_warp_backward", [&] {
+    with_padding(a.spec.pad, [&](auto pad) {
       constexpr Pad P = decltype(pad)::value;
       std::optional<ScatterTargets<scalar_t>> targets;
-      if (want_image) targets.emplace(grad_image);
-      if (spec.mode == Mode::Linear) {
-        if (want_image || want_disp) {
-          backward_linear<scalar_t, P>(g, grad.data_ptr<scalar_t>(), image.data_ptr<scalar_t>(),
-                                       disp.data_ptr<scalar_t>(), targets ? &*targets : nullptr,
-                                       want_disp ? grad_disp.data_ptr<scalar_t>() : nullptr);
-        }
-      } else if (want_image) {
-        backward_nearest<scalar_t, P>(g, grad.data_ptr<scalar_t>(), disp.data_ptr<scalar_t>(),
-                                      *targets);
+      if (a.grad_image.defined()) targets.emplace(a.grad_image);
+      const auto* go = a.grad.data_ptr<scalar_t>();
+      const auto* disp = a.disp.data_ptr<scalar_t>();
+      if (a.spec.mode == Mode::Linear) {
+        backward_linear<scalar_t, P>(
+            g, go, a.image.data_ptr<scalar_t>(), disp, targets ? &*targets : nullptr,
+            a.grad_disp.defined() ? a.grad_disp.data_ptr<scalar_t>() : nullptr);
+      } else if (targets) {
+        backward_nearest<scalar_t, P>(g, go, disp, *targets);
       }
-      if (targets) grad_image = targets->reduce();
+      if (targets) a.grad_image = targets->reduce();
     });
   });
-  return {grad_image, grad_disp};
+  return {a.grad_image, a.grad_disp};
 }
 
-at::Tensor compose_cpu(const at::Tensor& u_in, const at::Tensor& v_in) {
-  check_compose_args("autoreg::compose", u_in, v_in);
-  const at::Tensor u = u_in.contiguous();
-  const at::Tensor v = v_in.contiguous();
-  at::Tensor out = at::empty(v.sizes(), v.options());
-  if (out.numel() == 0) return out;
-  const Grid g = grid_of(u);
-  AT_DISPATCH_FLOATING_TYPES(u.scalar_type(), "autoreg::compose", [&] {
-    forward_linear<scalar_t, Pad::Border, true>(g, u.data_ptr<scalar_t>(), v.data_ptr<scalar_t>(),
-                                                out.data_ptr<scalar_t>());
+at::Tensor compose_cpu(const at::Tensor& u, const at::Tensor& v) {
+  const WarpForward a = prepare_compose("autoreg::compose", u, v);
+  if (a.empty) return a.out;
+  const Grid g = grid_of(a.image);
+  AT_DISPATCH_FLOATING_TYPES(a.image.scalar_type(), "autoreg::compose", [&] {
+    forward_linear<scalar_t, Pad::Border, true>(g, a.image.data_ptr<scalar_t>(),
+                                                a.disp.data_ptr<scalar_t>(),
+                                                a.out.data_ptr<scalar_t>());
   });
-  return out;
+  return a.out;
 }
 
 }  // namespace

@@ -20,46 +20,63 @@ int blocks_for(int64_t n) {
   return static_cast<int>(std::min<int64_t>(b, 65535LL * 32));
 }
 
-struct Voxel {
-  int64_t n, d, h, w;
+// One output voxel: its grid position, its offset within a channel plane, and its
+// displacement (channel 0; channels 1 and 2 follow a plane apart).
+template <typename T>
+struct Site {
+  int64_t n, d, h, w, at, plane;
+  const T* u;
 };
 
-__device__ __forceinline__ Voxel voxel_of(int64_t i, const Shape& s) {
-  Voxel v;
-  v.w = i % s.W;
-  i /= s.W;
-  v.h = i % s.H;
-  i /= s.H;
-  v.d = i % s.D;
-  v.n = i / s.D;
+template <typename T>
+__device__ __forceinline__ Site<T> site_of(int64_t i, const Shape& s, const T* disp) {
+  Site<T> v;
+  v.plane = s.D * s.H * s.W;
+  v.n = i / v.plane;
+  v.at = i - v.n * v.plane;
+  v.w = v.at % s.W;
+  v.h = (v.at / s.W) % s.H;
+  v.d = v.at / (s.W * s.H);
+  v.u = disp + v.n * 3 * v.plane + v.at;
   return v;
 }
+
+// The nearest voxel's offset in a plane, or -1 when it lies outside (zeros padding).
+template <typename T, Pad P>
+__device__ __forceinline__ int64_t nearest_offset(const Site<T>& x, const Shape& s) {
+  T md, mh, mw;
+  const int64_t id = detail::nearest_axis<T, P>(T(x.d) + x.u[0], int32_t(s.D), md);
+  const int64_t ih = detail::nearest_axis<T, P>(T(x.h) + x.u[x.plane], int32_t(s.H), mh);
+  const int64_t iw = detail::nearest_axis<T, P>(T(x.w) + x.u[2 * x.plane], int32_t(s.W), mw);
+  return md * mh * mw != T(0) ? (id * s.H + ih) * s.W + iw : -1;
+}
+
+// Grid-stride loop over every output voxel of the batch.
+#define AUTOREG_FOR_EACH_VOXEL(i, s)                                             \
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x,              \
+               i##_end = (s).N * (s).D * (s).H * (s).W;                          \
+       i < i##_end; i += int64_t(blockDim.x) * gridDim.x)
 
 template <typename T, Pad P, bool Add>
 __global__ void forward_linear(Shape s, const T* __restrict__ img, const T* __restrict__ disp,
                                T* __restrict__ out) {
-  const int64_t plane = s.D * s.H * s.W;
-  const int64_t total = s.N * plane;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(blockDim.x) * gridDim.x) {
-    const Voxel x = voxel_of(i, s);
-    const int64_t at = i - x.n * plane;  // offset within one channel plane
-    const T* u = disp + x.n * 3 * plane + at;
-    const LinearAxis<T> ad = detail::linear_axis<T, P>(T(x.d) + u[0], int32_t(s.D));
-    const LinearAxis<T> ah = detail::linear_axis<T, P>(T(x.h) + u[plane], int32_t(s.H));
-    const LinearAxis<T> aw = detail::linear_axis<T, P>(T(x.w) + u[2 * plane], int32_t(s.W));
+  AUTOREG_FOR_EACH_VOXEL(i, s) {
+    const Site<T> x = site_of(i, s, disp);
+    const LinearAxis<T> ad = detail::linear_axis<T, P>(T(x.d) + x.u[0], int32_t(s.D));
+    const LinearAxis<T> ah = detail::linear_axis<T, P>(T(x.h) + x.u[x.plane], int32_t(s.H));
+    const LinearAxis<T> aw = detail::linear_axis<T, P>(T(x.w) + x.u[2 * x.plane], int32_t(s.W));
     const int64_t HW = s.H * s.W;
     const int64_t o00 = ad.i0 * HW + ah.i0 * s.W, o01 = ad.i0 * HW + ah.i1 * s.W;
     const int64_t o10 = ad.i1 * HW + ah.i0 * s.W, o11 = ad.i1 * HW + ah.i1 * s.W;
     const T w00 = ad.w0 * ah.w0, w01 = ad.w0 * ah.w1, w10 = ad.w1 * ah.w0, w11 = ad.w1 * ah.w1;
     for (int64_t c = 0; c < s.C; ++c) {
-      const T* src = img + (x.n * s.C + c) * plane;
+      const T* src = img + (x.n * s.C + c) * x.plane;
       T acc = w00 * (aw.w0 * src[o00 + aw.i0] + aw.w1 * src[o00 + aw.i1]) +
               w01 * (aw.w0 * src[o01 + aw.i0] + aw.w1 * src[o01 + aw.i1]) +
               w10 * (aw.w0 * src[o10 + aw.i0] + aw.w1 * src[o10 + aw.i1]) +
               w11 * (aw.w0 * src[o11 + aw.i0] + aw.w1 * src[o11 + aw.i1]);
-      if (Add) acc += u[c * plane];
-      out[(x.n * s.C + c) * plane + at] = acc;
+      if (Add) acc += x.u[c * x.plane];
+      out[(x.n * s.C + c) * x.plane + x.at] = acc;
     }
   }
 }
@@ -67,22 +84,12 @@ __global__ void forward_linear(Shape s, const T* __restrict__ img, const T* __re
 template <typename T, Pad P>
 __global__ void forward_nearest(Shape s, const T* __restrict__ img, const T* __restrict__ disp,
                                 T* __restrict__ out) {
-  const int64_t plane = s.D * s.H * s.W;
-  const int64_t total = s.N * plane;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(blockDim.x) * gridDim.x) {
-    const Voxel x = voxel_of(i, s);
-    const int64_t at = i - x.n * plane;
-    const T* u = disp + x.n * 3 * plane + at;
-    T md, mh, mw;
-    const int64_t id = detail::nearest_axis<T, P>(T(x.d) + u[0], int32_t(s.D), md);
-    const int64_t ih = detail::nearest_axis<T, P>(T(x.h) + u[plane], int32_t(s.H), mh);
-    const int64_t iw = detail::nearest_axis<T, P>(T(x.w) + u[2 * plane], int32_t(s.W), mw);
-    const bool inside = md * mh * mw != T(0);
-    const int64_t off = (id * s.H + ih) * s.W + iw;
+  AUTOREG_FOR_EACH_VOXEL(i, s) {
+    const Site<T> x = site_of(i, s, disp);
+    const int64_t off = nearest_offset<T, P>(x, s);
     for (int64_t c = 0; c < s.C; ++c) {
-      const T* src = img + (x.n * s.C + c) * plane;
-      out[(x.n * s.C + c) * plane + at] = inside ? src[off] : T(0);
+      const int64_t base = (x.n * s.C + c) * x.plane;
+      out[base + x.at] = off >= 0 ? img[base + off] : T(0);
     }
   }
 }
@@ -91,17 +98,13 @@ template <typename T, Pad P>
 __global__ void backward_linear(Shape s, const T* __restrict__ grad, const T* __restrict__ img,
                                 const T* __restrict__ disp, T* __restrict__ gimg,
                                 T* __restrict__ gdisp) {
-  const int64_t plane = s.D * s.H * s.W;
-  const int64_t total = s.N * plane;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(blockDim.x) * gridDim.x) {
-    const Voxel x = voxel_of(i, s);
-    const int64_t at = i - x.n * plane;
-    const T* u = disp + x.n * 3 * plane + at;
+  AUTOREG_FOR_EACH_VOXEL(i, s) {
+    const Site<T> x = site_of(i, s, disp);
+    const int64_t plane = x.plane, at = x.at;
     const LinearAxis<T> a[3] = {
-        detail::linear_axis<T, P>(T(x.d) + u[0], int32_t(s.D)),
-        detail::linear_axis<T, P>(T(x.h) + u[plane], int32_t(s.H)),
-        detail::linear_axis<T, P>(T(x.w) + u[2 * plane], int32_t(s.W))};
+        detail::linear_axis<T, P>(T(x.d) + x.u[0], int32_t(s.D)),
+        detail::linear_axis<T, P>(T(x.h) + x.u[plane], int32_t(s.H)),
+        detail::linear_axis<T, P>(T(x.w) + x.u[2 * plane], int32_t(s.W))};
     int64_t off[8];
     T w[8], dw[3][8];
     for (int k = 0; k < 8; ++k) {
@@ -148,22 +151,13 @@ __global__ void backward_linear(Shape s, const T* __restrict__ grad, const T* __
 template <typename T, Pad P>
 __global__ void backward_nearest(Shape s, const T* __restrict__ grad, const T* __restrict__ disp,
                                  T* __restrict__ gimg) {
-  const int64_t plane = s.D * s.H * s.W;
-  const int64_t total = s.N * plane;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total;
-       i += int64_t(blockDim.x) * gridDim.x) {
-    const Voxel x = voxel_of(i, s);
-    const int64_t at = i - x.n * plane;
-    const T* u = disp + x.n * 3 * plane + at;
-    T md, mh, mw;
-    const int64_t id = detail::nearest_axis<T, P>(T(x.d) + u[0], int32_t(s.D), md);
-    const int64_t ih = detail::nearest_axis<T, P>(T(x.h) + u[plane], int32_t(s.H), mh);
-    const int64_t iw = detail::nearest_axis<T, P>(T(x.w) + u[2 * plane], int32_t(s.W), mw);
-    if (md * mh * mw == T(0)) continue;
-    const int64_t off = (id * s.H + ih) * s.W + iw;
+  AUTOREG_FOR_EACH_VOXEL(i, s) {
+    const Site<T> x = site_of(i, s, disp);
+    const int64_t off = nearest_offset<T, P>(x, s);
+    if (off < 0) continue;
     for (int64_t c = 0; c < s.C; ++c) {
-      const int64_t base = (x.n * s.C + c) * plane;
-      atomicAdd(gimg + base + off, grad[base + at]);
+      const int64_t base = (x.n * s.C + c) * x.plane;
+      atomicAdd(gimg + base + off, grad[base + x.at]);
     }
   }
 }

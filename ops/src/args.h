@@ -1,10 +1,12 @@
-// Input checks shared by every backend of the operators. Each failure throws
-// c10::Error (a std::exception; torch.ops surfaces it as RuntimeError) whose message
-// names the operator, the argument and the offending value.
+// The operators' arguments, checked and prepared the same way for every backend. Each
+// failure throws c10::Error (a std::exception; torch.ops surfaces it as RuntimeError)
+// whose message names the operator, the argument and the offending value.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 #include <c10/util/string_view.h>
+
+#include <array>
 
 #include "interp.h"
 
@@ -42,5 +44,31 @@ void check_warp_grad(const char* op, const at::Tensor& grad, const at::Tensor& i
 
 // compose(u, v): two displacement fields on one grid.
 void check_compose_args(const char* op, const at::Tensor& u, const at::Tensor& v);
+
+// Checked, contiguous inputs and the output of warp or compose, allocated on the
+// inputs' device. `empty` when there is nothing to compute.
+struct WarpForward {
+  WarpSpec spec;
+  at::Tensor image, disp, out;
+  bool empty;
+};
+WarpForward prepare_warp(const char* op, const at::Tensor& image, const at::Tensor& displacement,
+                         c10::string_view interpolation, c10::string_view padding);
+// compose(u, v) samples u (the "image") at x + v(x), linear with border padding.
+WarpForward prepare_compose(const char* op, const at::Tensor& u, const at::Tensor& v);
+
+// The same for warp's backward: grad_image (zeros) and grad_disp when requested by the
+// mask; grad_disp is left uninitialised for linear sampling (the kernels write every
+// voxel) and zero for nearest (piecewise constant: no displacement gradient).
+struct WarpBackward {
+  WarpSpec spec;
+  at::Tensor grad, image, disp;
+  at::Tensor grad_image, grad_disp;
+  bool empty;
+};
+WarpBackward prepare_warp_backward(const char* op, const at::Tensor& grad,
+                                   const at::Tensor& image, const at::Tensor& displacement,
+                                   c10::string_view interpolation, c10::string_view padding,
+                                   std::array<bool, 2> output_mask);
 
 }  // namespace autoreg::ops::detail

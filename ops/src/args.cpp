@@ -1,5 +1,7 @@
-#include "validate.h"
+#include "args.h"
 
+#include <ATen/ops/empty.h>
+#include <ATen/ops/zeros.h>
 #include <c10/util/Exception.h>
 
 #include <limits>
@@ -75,6 +77,48 @@ void check_compose_args(const char* op, const at::Tensor& u, const at::Tensor& v
   check_volume(op, "v", v, 3);
   check_compatible(op, "u", u, "v", v);
   check_indexable(op, "u", u);
+}
+
+WarpForward prepare_warp(const char* op, const at::Tensor& image, const at::Tensor& displacement,
+                         c10::string_view interpolation, c10::string_view padding) {
+  WarpForward a;
+  a.spec = check_warp_args(op, image, displacement, interpolation, padding);
+  a.image = image.contiguous();
+  a.disp = displacement.contiguous();
+  a.out = at::empty(a.image.sizes(), a.image.options());
+  a.empty = a.out.numel() == 0;
+  return a;
+}
+
+WarpForward prepare_compose(const char* op, const at::Tensor& u, const at::Tensor& v) {
+  check_compose_args(op, u, v);
+  WarpForward a;
+  a.spec = {Mode::Linear, Pad::Border};
+  a.image = u.contiguous();
+  a.disp = v.contiguous();
+  a.out = at::empty(a.disp.sizes(), a.disp.options());
+  a.empty = a.out.numel() == 0;
+  return a;
+}
+
+WarpBackward prepare_warp_backward(const char* op, const at::Tensor& grad,
+                                   const at::Tensor& image, const at::Tensor& displacement,
+                                   c10::string_view interpolation, c10::string_view padding,
+                                   std::array<bool, 2> output_mask) {
+  WarpBackward a;
+  a.spec = check_warp_args(op, image, displacement, interpolation, padding);
+  check_warp_grad(op, grad, image, displacement);
+  a.grad = grad.contiguous();
+  a.image = image.contiguous();
+  a.disp = displacement.contiguous();
+  if (output_mask[0]) a.grad_image = at::zeros(a.image.sizes(), a.image.options());
+  a.empty = a.image.numel() == 0 || (!output_mask[0] && !output_mask[1]);
+  if (output_mask[1]) {
+    a.grad_disp = a.spec.mode == Mode::Linear && !a.empty
+                      ? at::empty(a.disp.sizes(), a.disp.options())
+                      : at::zeros(a.disp.sizes(), a.disp.options());
+  }
+  return a;
 }
 
 }  // namespace autoreg::ops::detail
