@@ -103,6 +103,11 @@ if(NOT TARGET autoreg::torch)
   target_include_directories(autoreg_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
   separate_arguments(_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
   target_compile_options(autoreg_torch INTERFACE $<$<COMPILE_LANGUAGE:CXX>:${_flags}>)
+  # The PyPI libtorch.so exports 64 std::filesystem symbols that crash when called
+  # (seen with 2.11: std::filesystem::remove_all jumps to address 0). Linked after it,
+  # libstdc++ loses those lookups to libtorch.so; linking libstdc++ first restores them.
+  target_link_options(autoreg_torch INTERFACE
+    "LINKER:--push-state,--no-as-needed" "-lstdc++" "LINKER:--pop-state")
   # ATen's parallel_for is a header template whose OpenMP pragma is compiled into the
   # caller: without -fopenmp our kernels would silently run on one thread. The PyPI
   # build of LibTorch uses OpenMP (AT_PARALLEL_OPENMP in ATen/Config.h).

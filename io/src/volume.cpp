@@ -1,0 +1,238 @@
+#include "autoreg/io/volume.h"
+
+#include <ATen/ops/empty.h>
+#include <ATen/ops/isfinite.h>
+#include <itkGDCMImageIO.h>
+#include <itkGDCMImageIOFactory.h>
+#include <itkGDCMSeriesFileNames.h>
+#include <itkImage.h>
+#include <itkImageFileReader.h>
+#include <itkImageFileWriter.h>
+#include <itkImageIOFactory.h>
+#include <itkImageSeriesReader.h>
+#include <itkMetaImageIOFactory.h>
+#include <itkNiftiImageIOFactory.h>
+#include <itkNrrdImageIOFactory.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <mutex>
+#include <system_error>
+#include <unistd.h>
+
+namespace autoreg::io {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The IO factories are registered explicitly (not through UseITK's generated header),
+// so that the formats supported do not depend on how a consumer's build is set up.
+void register_formats() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    itk::NiftiImageIOFactory::RegisterOneFactory();
+    itk::MetaImageIOFactory::RegisterOneFactory();
+    itk::NrrdImageIOFactory::RegisterOneFactory();
+    itk::GDCMImageIOFactory::RegisterOneFactory();
+  });
+}
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw IoError(path + ": " + what);
+}
+
+template <typename Pixel>
+using Image3 = itk::Image<Pixel, 3>;
+
+template <typename Pixel>
+Geometry geometry_of(const Image3<Pixel>* image) {
+  Geometry g;
+  const auto size = image->GetLargestPossibleRegion().GetSize();
+  for (int a = 0; a < 3; ++a) {
+    g.size[a] = static_cast<int64_t>(size[a]);
+    g.spacing[a] = image->GetSpacing()[a];
+    g.origin[a] = image->GetOrigin()[a];
+    for (int c = 0; c < 3; ++c) g.direction[a * 3 + c] = image->GetDirection()(a, c);
+  }
+  return g;
+}
+
+// Checks the header: one scalar component, three dimensions (a fourth of length 1 is
+// not accepted either: say what the file holds instead).
+void check_header(const std::string& path) {
+  itk::ImageIOBase::Pointer header =
+      itk::ImageIOFactory::CreateImageIO(path.c_str(), itk::IOFileModeEnum::ReadMode);
+  if (!header) fail(path, "not a readable image (unknown format, or corrupt)");
+  header->SetFileName(path);
+  try {
+    header->ReadImageInformation();
+  } catch (const itk::ExceptionObject& e) {
+    fail(path, std::string("corrupt or truncated image header: ") + e.GetDescription());
+  }
+  // ITK reads a truncated uncompressed NIfTI file without complaint (the missing
+  // voxels come back as garbage): compare the file's size with what the header needs.
+  std::error_code ec;
+  const auto file_size = fs::file_size(path, ec);
+  const bool nifti = path.size() > 4 && path.compare(path.size() - 4, 4, ".nii") == 0;
+  const itk::SizeValueType needed = header->GetImageSizeInBytes() + (nifti ? 348 : 0);
+  if (!ec && nifti && file_size < needed) {
+    fail(path, "truncated: " + std::to_string(file_size) + " bytes, the header needs " +
+                   std::to_string(needed));
+  }
+  const unsigned dims = header->GetNumberOfDimensions();
+  if (dims != 3) fail(path, "is a " + std::to_string(dims) + "-D image; a 3-D volume is needed");
+  if (header->GetNumberOfComponents() != 1) {
+    fail(path, "has " + std::to_string(header->GetNumberOfComponents()) +
+                   " components per voxel; a scalar volume is needed");
+  }
+}
+
+template <typename Pixel>
+typename Image3<Pixel>::Pointer read_file(const std::string& path) {
+  check_header(path);
+  auto reader = itk::ImageFileReader<Image3<Pixel>>::New();
+  reader->SetFileName(path);
+  try {
+    reader->Update();
+  } catch (const itk::ExceptionObject& e) {
+    fail(path, std::string("cannot read voxels (truncated or corrupt?): ") + e.GetDescription());
+  }
+  return reader->GetOutput();
+}
+
+template <typename Pixel>
+typename Image3<Pixel>::Pointer read_dicom_series(const std::string& dir) {
+  auto names = itk::GDCMSeriesFileNames::New();
+  names->SetUseSeriesDetails(true);
+  names->SetDirectory(dir);
+  const auto series = names->GetSeriesUIDs();
+  if (series.empty()) fail(dir, "directory holds no DICOM series");
+  const auto files = names->GetFileNames(series.front());
+  if (files.size() < 2) fail(dir, "DICOM series has fewer than 2 slices; a 3-D volume is needed");
+  auto reader = itk::ImageSeriesReader<Image3<Pixel>>::New();
+  reader->SetImageIO(itk::GDCMImageIO::New());
+  reader->SetFileNames(files);
+  try {
+    reader->Update();
+  } catch (const itk::ExceptionObject& e) {
+    fail(dir, std::string("cannot read DICOM series: ") + e.GetDescription());
+  }
+  return reader->GetOutput();
+}
+
+template <typename Pixel>
+Volume to_volume(const typename Image3<Pixel>::Pointer& image, at::ScalarType dtype) {
+  Volume v;
+  v.geometry = geometry_of<Pixel>(image.GetPointer());
+  const auto& s = v.geometry.size;
+  // ITK's buffer runs i fastest, then j, then k: exactly a contiguous D×H×W tensor.
+  v.data = at::empty({1, 1, s[2], s[1], s[0]}, at::TensorOptions().dtype(dtype));
+  std::memcpy(v.data.data_ptr(), image->GetBufferPointer(), v.data.nbytes());
+  return v;
+}
+
+template <typename Pixel>
+Volume read_as(const std::string& path, at::ScalarType dtype) {
+  const bool directory = fs::is_directory(path);
+  const auto image = directory ? read_dicom_series<Pixel>(path) : read_file<Pixel>(path);
+  return to_volume<Pixel>(image, dtype);
+}
+
+// A temporary name in the target's directory that keeps the target's extension (ITK
+// chooses the writer by it).
+fs::path temporary_for(const fs::path& target) {
+  static std::atomic<int> counter{0};
+  return target.parent_path() / (".autoreg-tmp-" + std::to_string(::getpid()) + "-" +
+                                 std::to_string(counter++) + "-" + target.filename().string());
+}
+
+template <typename Pixel>
+void write_as(const std::string& path, const Volume& v) {
+  const Geometry& g = v.geometry;
+  auto image = Image3<Pixel>::New();
+  typename Image3<Pixel>::RegionType region;
+  typename Image3<Pixel>::SpacingType spacing;
+  typename Image3<Pixel>::PointType origin;
+  typename Image3<Pixel>::DirectionType direction;
+  for (int a = 0; a < 3; ++a) {
+    region.SetSize(a, static_cast<itk::SizeValueType>(g.size[a]));
+    spacing[a] = g.spacing[a];
+    origin[a] = g.origin[a];
+    for (int c = 0; c < 3; ++c) direction(a, c) = g.direction[a * 3 + c];
+  }
+  image->SetRegions(region);
+  image->SetSpacing(spacing);
+  image->SetOrigin(origin);
+  image->SetDirection(direction);
+  image->Allocate();
+  const at::Tensor data = v.data.contiguous();
+  std::memcpy(image->GetBufferPointer(), data.data_ptr(), data.nbytes());
+
+  const fs::path target(path);
+  const bool metaimage_pair = target.extension() == ".mhd";
+  // A .mhd header names its .raw data file, so the pair is written under its final
+  // names in a temporary directory and moved data first, header last.
+  const fs::path tmp_dir = metaimage_pair ? temporary_for(target) : fs::path();
+  const fs::path tmp = metaimage_pair ? tmp_dir / target.filename() : temporary_for(target);
+  std::error_code ec;
+  if (metaimage_pair) fs::create_directory(tmp_dir, ec);
+  try {
+    auto writer = itk::ImageFileWriter<Image3<Pixel>>::New();
+    writer->SetFileName(tmp.string());
+    writer->SetInput(image);
+    writer->SetUseCompression(true);  // honoured where the format compresses (.nii.gz, .mha, .nrrd)
+    writer->Update();
+    if (metaimage_pair) {
+      for (const auto& entry : fs::directory_iterator(tmp_dir)) {
+        if (entry.path() != tmp) fs::rename(entry.path(), target.parent_path() / entry.path().filename());
+      }
+    }
+    fs::rename(tmp, target);
+  } catch (const itk::ExceptionObject& e) {
+    fs::remove_all(metaimage_pair ? tmp_dir : tmp, ec);
+    fail(path, std::string("cannot write: ") + e.GetDescription());
+  } catch (const fs::filesystem_error& e) {
+    fs::remove_all(metaimage_pair ? tmp_dir : tmp, ec);
+    fail(path, std::string("cannot write: ") + e.what());
+  }
+  if (metaimage_pair) fs::remove_all(tmp_dir, ec);
+}
+
+}  // namespace
+
+Volume read_volume(const std::string& path, PixelKind kind) {
+  register_formats();
+  std::error_code ec;
+  if (!fs::exists(path, ec)) fail(path, "no such file or directory");
+  if (!fs::is_directory(path) && ::access(path.c_str(), R_OK) != 0) fail(path, "not readable");
+  if (kind == PixelKind::Labels) return read_as<int32_t>(path, at::kInt);
+  Volume v = read_as<float>(path, at::kFloat);
+  if (!at::isfinite(v.data).all().item<bool>()) {
+    fail(path, "contains non-finite voxel values (NaN or infinity)");
+  }
+  return v;
+}
+
+void write_volume(const std::string& path, const Volume& volume) {
+  register_formats();
+  const at::Tensor& d = volume.data;
+  const auto& s = volume.geometry.size;
+  if (!d.defined() || d.dim() != 5 || d.size(0) != 1 || d.size(1) != 1 || d.size(2) != s[2] ||
+      d.size(3) != s[1] || d.size(4) != s[0] || !d.device().is_cpu()) {
+    fail(path, "volume data must be a CPU tensor 1×1×D×H×W matching the geometry's size");
+  }
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent)) fail(path, "output folder does not exist");
+  if (::access(parent.empty() ? "." : parent.c_str(), W_OK) != 0) fail(path, "output folder is not writable");
+  if (d.scalar_type() == at::kFloat) {
+    write_as<float>(path, volume);
+  } else if (d.scalar_type() == at::kInt) {
+    write_as<int32_t>(path, volume);
+  } else {
+    fail(path, std::string("cannot write voxels of type ") + c10::toString(d.scalar_type()) +
+                   " (float32 or int32)");
+  }
+}
+
+}  // namespace autoreg::io

@@ -1,0 +1,193 @@
+// Volume I/O: round trips keep values and geometry in every format, the DICOM series
+// of the shared data reads with its geometry, bad files fail with the file's name.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <itkImage.h>
+#include <itkImageFileWriter.h>
+#include <itkMetaImageIOFactory.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "autoreg/io/volume.h"
+
+namespace autoreg::test {
+namespace {
+
+namespace fs = std::filesystem;
+using io::Geometry;
+using io::PixelKind;
+using io::Volume;
+
+class IoTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Tests that write with ITK directly set ITK up themselves (io/ registers its
+    // formats only when first called).
+    itk::MetaImageIOFactory::RegisterOneFactory();
+    dir_ = fs::temp_directory_path() /
+           ("autoreg-io-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  // Only the named files, no temporaries, are left in the folder.
+  std::vector<std::string> listing() const {
+    std::vector<std::string> names;
+    for (const auto& e : fs::directory_iterator(dir_)) names.push_back(e.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+  fs::path dir_;
+};
+
+// Oblique (rotated about a tilted axis) and anisotropic, with a non-trivial origin.
+Geometry oblique_geometry() {
+  Geometry g;
+  g.size = {7, 6, 5};
+  g.spacing = {0.7, 1.3, 2.5};
+  g.origin = {-12.5, 30.25, 7.0};
+  const double ax[3] = {1 / std::sqrt(3.0), 1 / std::sqrt(3.0), 1 / std::sqrt(3.0)};
+  const double t = 0.4, c = std::cos(t), s = std::sin(t);
+  for (int r = 0; r < 3; ++r)
+    for (int k = 0; k < 3; ++k) {
+      const double cross[3][3] = {{0, -ax[2], ax[1]}, {ax[2], 0, -ax[0]}, {-ax[1], ax[0], 0}};
+      g.direction[r * 3 + k] = (r == k ? c : 0) + (1 - c) * ax[r] * ax[k] + s * cross[r][k];
+    }
+  return g;
+}
+
+void expect_same_geometry(const Geometry& a, const Geometry& b, double tol) {
+  EXPECT_EQ(a.size, b.size);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_NEAR(a.spacing[i], b.spacing[i], tol) << "spacing " << i;
+    EXPECT_NEAR(a.origin[i], b.origin[i], tol) << "origin " << i;
+  }
+  for (int i = 0; i < 9; ++i) EXPECT_NEAR(a.direction[i], b.direction[i], tol) << "direction " << i;
+}
+
+class RoundTrip : public IoTest, public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(RoundTrip, KeepsValuesAndGeometry) {
+  const std::string ext = GetParam();
+  at::manual_seed(1);
+  const Geometry g = oblique_geometry();
+  const Volume v{at::randn({1, 1, 5, 6, 7}), g};
+  const std::string file = path("volume" + ext);
+  io::write_volume(file, v);
+  const Volume back = io::read_volume(file);
+  EXPECT_TRUE(at::equal(back.data, v.data));
+  // NIfTI stores the geometry in float32 (sform); the others in text with full precision.
+  expect_same_geometry(back.geometry, g, ext.rfind(".nii", 0) == 0 ? 1e-5 : 1e-9);
+  // Labels: integers beyond uint8 and negative values survive.
+  const Volume labels{at::randint(-3, 3000, {1, 1, 5, 6, 7}, at::kInt), g};
+  io::write_volume(path("labels" + ext), labels);
+  EXPECT_TRUE(at::equal(io::read_volume(path("labels" + ext), PixelKind::Labels).data, labels.data));
+  for (const auto& name : listing()) EXPECT_EQ(name.find(".autoreg-tmp"), std::string::npos) << name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Formats, RoundTrip,
+                         ::testing::Values(".nii.gz", ".nii", ".mha", ".mhd", ".nrrd"),
+                         [](const auto& info) {
+                           std::string n = info.param.substr(1);
+                           std::replace(n.begin(), n.end(), '.', '_');
+                           return n;
+                         });
+
+TEST_F(IoTest, TensorIndexIsItkIndexReversed) {
+  // An ITK image with one bright voxel at index (i, j, k) = (4, 2, 1), written by ITK
+  // itself, reads as a tensor with that voxel at [k][j][i].
+  using Image = itk::Image<float, 3>;
+  auto image = Image::New();
+  Image::RegionType region;
+  region.SetSize(0, 5);
+  region.SetSize(1, 3);
+  region.SetSize(2, 2);
+  image->SetRegions(region);
+  image->Allocate(true);
+  image->SetPixel({{4, 2, 1}}, 7.0f);
+  itk::WriteImage(image, path("index.mha"));
+  const Volume back = io::read_volume(path("index.mha"));
+  EXPECT_EQ(back.data.sizes(), (std::vector<int64_t>{1, 1, 2, 3, 5}));
+  EXPECT_EQ(back.data[0][0][1][2][4].item<float>(), 7.0f);
+  EXPECT_EQ(back.data.sum().item<float>(), 7.0f);
+  EXPECT_EQ(back.geometry.size, (std::array<int64_t, 3>{5, 3, 2}));
+}
+
+TEST_F(IoTest, BadInputsNameTheFile) {
+  auto expect_error = [](const std::function<void()>& f, const std::string& file,
+                         const std::string& what) {
+    try {
+      f();
+      ADD_FAILURE() << "no error for " << file;
+    } catch (const io::IoError& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(msg.rfind(file, 0), 0u) << msg;
+      EXPECT_NE(msg.find(what), std::string::npos) << msg;
+    }
+  };
+  expect_error([&] { io::read_volume(path("missing.nii.gz")); }, path("missing.nii.gz"), "no such file");
+  std::ofstream(path("garbage.nii.gz")) << "not an image";
+  expect_error([&] { io::read_volume(path("garbage.nii.gz")); }, path("garbage.nii.gz"), "image");
+  // A truncated file: a valid header whose voxels are cut off.
+  io::write_volume(path("whole.nii"), {at::randn({1, 1, 5, 6, 7}), oblique_geometry()});
+  fs::copy_file(path("whole.nii"), path("cut.nii"));
+  fs::resize_file(path("cut.nii"), fs::file_size(path("whole.nii")) / 2);
+  expect_error([&] { io::read_volume(path("cut.nii")); }, path("cut.nii"), "");
+  // A 2-D image.
+  auto image2d = itk::Image<float, 2>::New();
+  itk::Image<float, 2>::RegionType region;
+  region.SetSize(0, 4);
+  region.SetSize(1, 4);
+  image2d->SetRegions(region);
+  image2d->Allocate(true);
+  itk::WriteImage(image2d, path("flat.mha"));
+  expect_error([&] { io::read_volume(path("flat.mha")); }, path("flat.mha"), "2-D");
+  // Non-finite voxels.
+  at::Tensor nan = at::zeros({1, 1, 2, 2, 2});
+  nan[0][0][1][1][1] = std::nan("");
+  Geometry g;
+  g.size = {2, 2, 2};
+  io::write_volume(path("nan.mha"), {nan, g});
+  expect_error([&] { io::read_volume(path("nan.mha")); }, path("nan.mha"), "non-finite");
+  // Outputs: a missing folder, an unknown format (and nothing left behind).
+  expect_error([&] { io::write_volume(path("no/such/dir/x.nii"), {nan, g}); },
+               path("no/such/dir/x.nii"), "folder does not exist");
+  expect_error([&] { io::write_volume(path("x.unknownformat"), {nan, g}); }, path("x.unknownformat"),
+               "cannot write");
+  for (const auto& name : listing()) {
+    EXPECT_EQ(name.find(".autoreg-tmp"), std::string::npos) << name;
+    EXPECT_NE(name, "x.unknownformat");
+  }
+}
+
+std::string shared_data() {
+  if (const char* env = std::getenv("AUTOREG_TEST_DATA")) return env;
+  return AUTOREG_DEFAULT_TEST_DATA;
+}
+
+TEST(SharedData, DicomSeriesReadsWithGeometry) {
+  const std::string dir = shared_data() + "/dicom/mprage_child";
+  if (!fs::is_directory(dir)) GTEST_SKIP() << "no test data at " << dir;
+  const Volume v = io::read_volume(dir);
+  // 176 sagittal slices of 220×220 at 1 mm (the data's README).
+  std::array<int64_t, 3> size = v.geometry.size;
+  std::sort(size.begin(), size.end());
+  EXPECT_EQ(size, (std::array<int64_t, 3>{176, 220, 220}));
+  for (double s : v.geometry.spacing) EXPECT_NEAR(s, 1.0, 0.05);
+  // The direction is a rotation: orthonormal columns.
+  const auto& d = v.geometry.direction;
+  for (int a = 0; a < 3; ++a)
+    for (int b = 0; b < 3; ++b) {
+      const double dot = d[a] * d[b] + d[3 + a] * d[3 + b] + d[6 + a] * d[6 + b];
+      EXPECT_NEAR(dot, a == b ? 1.0 : 0.0, 1e-4);
+    }
+  EXPECT_GT(v.data.max().item<float>(), 0.0f);
+}
+
+}  // namespace
+}  // namespace autoreg::test
