@@ -14,21 +14,19 @@
 #include <itkNiftiImageIOFactory.h>
 #include <itkNrrdImageIOFactory.h>
 
-#include <atomic>
+#include "itk_bridge.h"
+
 #include <cstring>
 #include <filesystem>
 #include <mutex>
-#include <system_error>
 #include <unistd.h>
 
 namespace autoreg::io {
-namespace {
+namespace detail {
 
-namespace fs = std::filesystem;
-
-// The IO factories are registered explicitly (not through UseITK's generated header),
-// so that the formats supported do not depend on how a consumer's build is set up.
 void register_formats() {
+  // Registered explicitly (not through UseITK's generated header), so that the formats
+  // supported do not depend on how a consumer's build is set up.
   static std::once_flag once;
   std::call_once(once, [] {
     itk::NiftiImageIOFactory::RegisterOneFactory();
@@ -38,29 +36,15 @@ void register_formats() {
   });
 }
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw IoError(path + ": " + what);
-}
-
-template <typename Pixel>
-using Image3 = itk::Image<Pixel, 3>;
-
-template <typename Pixel>
-Geometry geometry_of(const Image3<Pixel>* image) {
-  Geometry g;
-  const auto size = image->GetLargestPossibleRegion().GetSize();
-  for (int a = 0; a < 3; ++a) {
-    g.size[a] = static_cast<int64_t>(size[a]);
-    g.spacing[a] = image->GetSpacing()[a];
-    g.origin[a] = image->GetOrigin()[a];
-    for (int c = 0; c < 3; ++c) g.direction[a * 3 + c] = image->GetDirection()(a, c);
+void check_output_path(const std::string& path) {
+  const fs::path parent = fs::path(path).parent_path();
+  if (!parent.empty() && !fs::is_directory(parent)) fail(path, "output folder does not exist");
+  if (::access(parent.empty() ? "." : parent.c_str(), W_OK) != 0) {
+    fail(path, "output folder is not writable");
   }
-  return g;
 }
 
-// Checks the header: one scalar component, three dimensions (a fourth of length 1 is
-// not accepted either: say what the file holds instead).
-void check_header(const std::string& path) {
+void check_header(const std::string& path, unsigned components) {
   itk::ImageIOBase::Pointer header =
       itk::ImageIOFactory::CreateImageIO(path.c_str(), itk::IOFileModeEnum::ReadMode);
   if (!header) fail(path, "not a readable image (unknown format, or corrupt)");
@@ -82,15 +66,27 @@ void check_header(const std::string& path) {
   }
   const unsigned dims = header->GetNumberOfDimensions();
   if (dims != 3) fail(path, "is a " + std::to_string(dims) + "-D image; a 3-D volume is needed");
-  if (header->GetNumberOfComponents() != 1) {
+  if (header->GetNumberOfComponents() != components) {
     fail(path, "has " + std::to_string(header->GetNumberOfComponents()) +
-                   " components per voxel; a scalar volume is needed");
+                   " components per voxel; " +
+                   (components == 1 ? std::string("a scalar volume")
+                                    : std::to_string(components) + "-vectors") +
+                   " are needed");
   }
 }
 
+}  // namespace detail
+
+using namespace detail;
+
+namespace {
+
+template <typename Pixel>
+using Image3 = itk::Image<Pixel, 3>;
+
 template <typename Pixel>
 typename Image3<Pixel>::Pointer read_file(const std::string& path) {
-  check_header(path);
+  check_header(path, 1);
   auto reader = itk::ImageFileReader<Image3<Pixel>>::New();
   reader->SetFileName(path);
   try {
@@ -124,7 +120,7 @@ typename Image3<Pixel>::Pointer read_dicom_series(const std::string& dir) {
 template <typename Pixel>
 Volume to_volume(const typename Image3<Pixel>::Pointer& image, at::ScalarType dtype) {
   Volume v;
-  v.geometry = geometry_of<Pixel>(image.GetPointer());
+  v.geometry = geometry_of(image.GetPointer());
   const auto& s = v.geometry.size;
   // ITK's buffer runs i fastest, then j, then k: exactly a contiguous D×H×W tensor.
   v.data = at::empty({1, 1, s[2], s[1], s[0]}, at::TensorOptions().dtype(dtype));
@@ -139,64 +135,12 @@ Volume read_as(const std::string& path, at::ScalarType dtype) {
   return to_volume<Pixel>(image, dtype);
 }
 
-// A temporary name in the target's directory that keeps the target's extension (ITK
-// chooses the writer by it).
-fs::path temporary_for(const fs::path& target) {
-  static std::atomic<int> counter{0};
-  return target.parent_path() / (".autoreg-tmp-" + std::to_string(::getpid()) + "-" +
-                                 std::to_string(counter++) + "-" + target.filename().string());
-}
-
 template <typename Pixel>
 void write_as(const std::string& path, const Volume& v) {
-  const Geometry& g = v.geometry;
-  auto image = Image3<Pixel>::New();
-  typename Image3<Pixel>::RegionType region;
-  typename Image3<Pixel>::SpacingType spacing;
-  typename Image3<Pixel>::PointType origin;
-  typename Image3<Pixel>::DirectionType direction;
-  for (int a = 0; a < 3; ++a) {
-    region.SetSize(a, static_cast<itk::SizeValueType>(g.size[a]));
-    spacing[a] = g.spacing[a];
-    origin[a] = g.origin[a];
-    for (int c = 0; c < 3; ++c) direction(a, c) = g.direction[a * 3 + c];
-  }
-  image->SetRegions(region);
-  image->SetSpacing(spacing);
-  image->SetOrigin(origin);
-  image->SetDirection(direction);
-  image->Allocate();
+  auto image = allocate_image<Image3<Pixel>>(v.geometry);
   const at::Tensor data = v.data.contiguous();
   std::memcpy(image->GetBufferPointer(), data.data_ptr(), data.nbytes());
-
-  const fs::path target(path);
-  const bool metaimage_pair = target.extension() == ".mhd";
-  // A .mhd header names its .raw data file, so the pair is written under its final
-  // names in a temporary directory and moved data first, header last.
-  const fs::path tmp_dir = metaimage_pair ? temporary_for(target) : fs::path();
-  const fs::path tmp = metaimage_pair ? tmp_dir / target.filename() : temporary_for(target);
-  std::error_code ec;
-  if (metaimage_pair) fs::create_directory(tmp_dir, ec);
-  try {
-    auto writer = itk::ImageFileWriter<Image3<Pixel>>::New();
-    writer->SetFileName(tmp.string());
-    writer->SetInput(image);
-    writer->SetUseCompression(true);  // honoured where the format compresses (.nii.gz, .mha, .nrrd)
-    writer->Update();
-    if (metaimage_pair) {
-      for (const auto& entry : fs::directory_iterator(tmp_dir)) {
-        if (entry.path() != tmp) fs::rename(entry.path(), target.parent_path() / entry.path().filename());
-      }
-    }
-    fs::rename(tmp, target);
-  } catch (const itk::ExceptionObject& e) {
-    fs::remove_all(metaimage_pair ? tmp_dir : tmp, ec);
-    fail(path, std::string("cannot write: ") + e.GetDescription());
-  } catch (const fs::filesystem_error& e) {
-    fs::remove_all(metaimage_pair ? tmp_dir : tmp, ec);
-    fail(path, std::string("cannot write: ") + e.what());
-  }
-  if (metaimage_pair) fs::remove_all(tmp_dir, ec);
+  write_image(path, image.GetPointer());
 }
 
 }  // namespace
@@ -222,9 +166,6 @@ void write_volume(const std::string& path, const Volume& volume) {
       d.size(3) != s[1] || d.size(4) != s[0] || !d.device().is_cpu()) {
     fail(path, "volume data must be a CPU tensor 1×1×D×H×W matching the geometry's size");
   }
-  const fs::path parent = fs::path(path).parent_path();
-  if (!parent.empty() && !fs::is_directory(parent)) fail(path, "output folder does not exist");
-  if (::access(parent.empty() ? "." : parent.c_str(), W_OK) != 0) fail(path, "output folder is not writable");
   if (d.scalar_type() == at::kFloat) {
     write_as<float>(path, volume);
   } else if (d.scalar_type() == at::kInt) {

@@ -1,0 +1,92 @@
+#include "autoreg/io/field.h"
+
+#include <ATen/ATen.h>
+#include <itkImageFileReader.h>
+#include <itkVector.h>
+
+#include <cstring>
+
+#include "itk_bridge.h"
+
+namespace autoreg::io {
+namespace {
+
+using namespace detail;
+using FieldImage = itk::Image<itk::Vector<float, 3>, 3>;
+
+void check_field(const char* what, const at::Tensor& t, const Geometry& g) {
+  const auto& s = g.size;
+  TORCH_CHECK(t.dim() == 5 && t.size(0) == 1 && t.size(1) == 3 && t.size(2) == s[2] &&
+                  t.size(3) == s[1] && t.size(4) == s[0],
+              what, " must be 1×3×D×H×W on the grid of size (i, j, k) = (", s[0], ", ", s[1],
+              ", ", s[2], "), got ", t.sizes());
+}
+
+// M = Direction · diag(spacing), as a 3×3 tensor in double: physical = M · (i, j, k).
+at::Tensor index_to_physical(const Geometry& g) {
+  at::Tensor m = at::empty({3, 3}, at::kDouble);
+  auto a = m.accessor<double, 2>();
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) a[r][c] = g.direction[r * 3 + c] * g.spacing[c];
+  return m;
+}
+
+// Applies the 3×3 matrix m to the vectors of a 1×3×D×H×W field.
+at::Tensor apply(const at::Tensor& m, const at::Tensor& field) {
+  return at::einsum("rc,ncdhw->nrdhw", {m.to(field.scalar_type()).to(field.device()), field});
+}
+
+}  // namespace
+
+at::Tensor voxel_to_physical(const at::Tensor& voxels, const Geometry& grid) {
+  check_field("voxel displacement", voxels, grid);
+  // Channels (k, j, i) → index vector (i, j, k) → physical (x, y, z).
+  return apply(index_to_physical(grid), voxels.flip({1}));
+}
+
+at::Tensor physical_to_voxel(const at::Tensor& physical, const Geometry& grid) {
+  check_field("physical displacement", physical, grid);
+  return apply(at::inverse(index_to_physical(grid)), physical).flip({1});
+}
+
+void write_displacement_field(const std::string& path, const at::Tensor& voxels,
+                              const Geometry& grid) {
+  register_formats();
+  check_field("displacement", voxels, grid);
+  // ITK stores the three components of a voxel together: N×3×D×H×W → D×H×W×3.
+  const at::Tensor xyz = voxel_to_physical(voxels.to(at::kDouble), grid)
+                             .to(at::kFloat)
+                             .squeeze(0)
+                             .permute({1, 2, 3, 0})
+                             .contiguous()
+                             .cpu();
+  auto image = allocate_image<FieldImage>(grid);
+  std::memcpy(image->GetBufferPointer(), xyz.data_ptr(), xyz.nbytes());
+  write_image(path, image.GetPointer());
+}
+
+at::Tensor read_displacement_field(const std::string& path, Geometry* grid) {
+  register_formats();
+  std::error_code ec;
+  if (!fs::exists(path, ec)) fail(path, "no such file");
+  check_header(path, 3);
+  auto reader = itk::ImageFileReader<FieldImage>::New();
+  reader->SetFileName(path);
+  try {
+    reader->Update();
+  } catch (const itk::ExceptionObject& e) {
+    fail(path, std::string("cannot read displacement field: ") + e.GetDescription());
+  }
+  const FieldImage* image = reader->GetOutput();
+  const Geometry g = geometry_of(image);
+  const auto& s = g.size;
+  at::Tensor xyz = at::empty({s[2], s[1], s[0], 3}, at::kFloat);
+  std::memcpy(xyz.data_ptr(), image->GetBufferPointer(), xyz.nbytes());
+  if (!at::isfinite(xyz).all().item<bool>()) fail(path, "displacement field has non-finite vectors");
+  if (grid) *grid = g;
+  return physical_to_voxel(xyz.permute({3, 0, 1, 2}).unsqueeze(0).to(at::kDouble), g)
+      .to(at::kFloat)
+      .contiguous();
+}
+
+}  // namespace autoreg::io
