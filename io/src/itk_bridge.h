@@ -5,7 +5,11 @@
 #include <itkImage.h>
 #include <itkImageFileWriter.h>
 
+#include <ATen/core/Tensor.h>
+#include <ATen/ops/empty.h>
+
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <system_error>
@@ -64,6 +68,26 @@ typename ImageT::Pointer allocate_image(const Geometry& g) {
   image->SetDirection(direction);
   image->Allocate();
   return image;
+}
+
+// Tensor ↔ ITK image of the same geometry. ITK's buffer runs i fastest, then j, then
+// k: exactly a contiguous D×H×W tensor, so both directions are one copy.
+template <typename Pixel>
+typename itk::Image<Pixel, 3>::Pointer to_itk(const Volume& v) {
+  auto image = allocate_image<itk::Image<Pixel, 3>>(v.geometry);
+  const at::Tensor data = v.data.contiguous();
+  std::memcpy(image->GetBufferPointer(), data.data_ptr(), data.nbytes());
+  return image;
+}
+
+template <typename Pixel>
+Volume from_itk(const itk::Image<Pixel, 3>* image, at::ScalarType dtype) {
+  Volume v;
+  v.geometry = geometry_of(image);
+  const auto& s = v.geometry.size;
+  v.data = at::empty({1, 1, s[2], s[1], s[0]}, at::TensorOptions().dtype(dtype));
+  std::memcpy(v.data.data_ptr(), image->GetBufferPointer(), v.data.nbytes());
+  return v;
 }
 
 // A temporary name in the target's directory that keeps the target's extension (ITK

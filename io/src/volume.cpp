@@ -118,29 +118,15 @@ typename Image3<Pixel>::Pointer read_dicom_series(const std::string& dir) {
 }
 
 template <typename Pixel>
-Volume to_volume(const typename Image3<Pixel>::Pointer& image, at::ScalarType dtype) {
-  Volume v;
-  v.geometry = geometry_of(image.GetPointer());
-  const auto& s = v.geometry.size;
-  // ITK's buffer runs i fastest, then j, then k: exactly a contiguous D×H×W tensor.
-  v.data = at::empty({1, 1, s[2], s[1], s[0]}, at::TensorOptions().dtype(dtype));
-  std::memcpy(v.data.data_ptr(), image->GetBufferPointer(), v.data.nbytes());
-  return v;
-}
-
-template <typename Pixel>
 Volume read_as(const std::string& path, at::ScalarType dtype) {
   const bool directory = fs::is_directory(path);
   const auto image = directory ? read_dicom_series<Pixel>(path) : read_file<Pixel>(path);
-  return to_volume<Pixel>(image, dtype);
+  return from_itk<Pixel>(image.GetPointer(), dtype);
 }
 
 template <typename Pixel>
 void write_as(const std::string& path, const Volume& v) {
-  auto image = allocate_image<Image3<Pixel>>(v.geometry);
-  const at::Tensor data = v.data.contiguous();
-  std::memcpy(image->GetBufferPointer(), data.data_ptr(), data.nbytes());
-  write_image(path, image.GetPointer());
+  write_image(path, to_itk<Pixel>(v).GetPointer());
 }
 
 }  // namespace
