@@ -1,0 +1,20 @@
+// The command line's exit codes (DESIGN.md) and the usage error that maps to 1.
+#pragma once
+
+#include <stdexcept>
+
+namespace autoreg::apps {
+
+enum ExitCode : int {
+  kOk = 0,
+  kUsage = 1,     // unknown subcommand or option, bad option value, output = input
+  kBadInput = 2,  // unreadable, inconsistent or non-finite input; unwritable output
+  kFailure = 3,   // anything that fails while running
+};
+
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace autoreg::apps

@@ -1,0 +1,69 @@
+// `autoreg <subcommand> [options]`: dispatches to one thin file per subcommand and maps
+// errors to exit codes (apps/exit_codes.h). Each subcommand has --help.
+#include <tclap/CmdLine.h>
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "autoreg/io/volume.h"
+#include "exit_codes.h"
+
+namespace autoreg::apps {
+int run_apply(int argc, char** argv);
+}  // namespace autoreg::apps
+
+namespace {
+
+struct Subcommand {
+  const char* name;
+  int (*run)(int, char**);
+  const char* summary;
+};
+
+const Subcommand kSubcommands[] = {
+    {"apply", autoreg::apps::run_apply,
+     "apply a displacement field (autoreg's or ANTs') to an image or label map"},
+};
+
+void usage(std::FILE* out) {
+  std::fprintf(out, "usage: autoreg <subcommand> [options]   (autoreg <subcommand> --help)\n\n");
+  for (const auto& s : kSubcommands) std::fprintf(out, "  %-10s %s\n", s.name, s.summary);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace autoreg::apps;
+  if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
+    usage(argc < 2 ? stderr : stdout);
+    return argc < 2 ? kUsage : kOk;
+  }
+  for (const auto& s : kSubcommands) {
+    if (std::strcmp(argv[1], s.name) != 0) continue;
+    try {
+      return s.run(argc - 1, argv + 1);
+    } catch (const TCLAP::ExitException& e) {  // --help, --version
+      return e.getExitStatus() == 0 ? kOk : kUsage;
+    } catch (const TCLAP::ArgException& e) {
+      std::fprintf(stderr, "autoreg %s: %s (%s)\n", s.name, e.error().c_str(), e.argId().c_str());
+      return kUsage;
+    } catch (const UsageError& e) {
+      std::fprintf(stderr, "autoreg %s: %s\n", s.name, e.what());
+      return kUsage;
+    } catch (const autoreg::io::IoError& e) {
+      std::fprintf(stderr, "autoreg %s: %s\n", s.name, e.what());
+      return kBadInput;
+    } catch (const std::exception& e) {
+      // The first line of a torch error is the message; the rest is its stack.
+      std::string what = e.what();
+      what = what.substr(0, what.find('\n'));
+      std::fprintf(stderr, "autoreg %s: %s\n", s.name, what.c_str());
+      return kFailure;
+    }
+  }
+  std::fprintf(stderr, "autoreg: unknown subcommand '%s'\n", argv[1]);
+  usage(stderr);
+  return kUsage;
+}
