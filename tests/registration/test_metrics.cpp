@@ -1,0 +1,98 @@
+// Dice, HD95 (against a brute-force all-pairs computation) and Jacobian statistics.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+
+#include "autoreg/registration/metrics.h"
+
+namespace autoreg::test {
+namespace {
+
+namespace reg = autoreg::registration;
+
+TEST(Metrics, DiceOfOverlappingBoxes) {
+  at::Tensor a = at::zeros({1, 1, 10, 10, 10}, at::kInt), b = at::zeros_like(a);
+  a.slice(2, 0, 5).fill_(3);  // 500 voxels
+  b.slice(2, 2, 7).fill_(3);  // 500 voxels, 300 shared
+  EXPECT_DOUBLE_EQ(reg::dice(a, b, 3), 0.6);
+  EXPECT_DOUBLE_EQ(reg::dice(a, b, 9), 1.0);  // absent from both
+  EXPECT_EQ(reg::labels_present(a, b), (std::vector<int64_t>{3}));
+}
+
+TEST(Metrics, Hd95OfSingleVoxelsWithAnisotropicSpacing) {
+  at::Tensor a = at::zeros({1, 1, 8, 8, 8}, at::kInt), b = at::zeros_like(a);
+  a[0][0][2][2][2] = 1;
+  b[0][0][5][4][2] = 1;
+  // 3 voxels along D at 2 mm, 2 along H at 1 mm.
+  EXPECT_NEAR(reg::hd95(a, b, 1, {2.0, 1.0, 1.0}), std::sqrt(36.0 + 4.0), 1e-9);
+  EXPECT_TRUE(std::isnan(reg::hd95(a, b, 2, {1, 1, 1})));
+}
+
+// Surface voxels and all-pairs distances, by the definition.
+std::vector<std::array<int64_t, 3>> surface_voxels(const at::Tensor& m) {
+  std::vector<std::array<int64_t, 3>> out;
+  auto A = m.accessor<bool, 3>();
+  const int64_t n[3] = {m.size(0), m.size(1), m.size(2)};
+  for (int64_t d = 0; d < n[0]; ++d)
+    for (int64_t h = 0; h < n[1]; ++h)
+      for (int64_t w = 0; w < n[2]; ++w) {
+        if (!A[d][h][w]) continue;
+        bool edge = false;
+        const int64_t p[3] = {d, h, w};
+        for (int ax = 0; ax < 3; ++ax)
+          for (int s : {-1, 1}) {
+            int64_t q[3] = {p[0], p[1], p[2]};
+            q[ax] += s;
+            edge = edge || q[ax] < 0 || q[ax] >= n[ax] || !A[q[0]][q[1]][q[2]];
+          }
+        if (edge) out.push_back({d, h, w});
+      }
+  return out;
+}
+
+double brute_directed95(const std::vector<std::array<int64_t, 3>>& from,
+                        const std::vector<std::array<int64_t, 3>>& to, const std::array<double, 3>& sp) {
+  std::vector<double> dist;
+  for (const auto& p : from) {
+    double best = 1e300;
+    for (const auto& q : to) {
+      double s = 0;
+      for (int a = 0; a < 3; ++a) s += std::pow((p[a] - q[a]) * sp[a], 2);
+      best = std::min(best, std::sqrt(s));
+    }
+    dist.push_back(best);
+  }
+  std::sort(dist.begin(), dist.end());
+  return dist[std::llround(0.95 * double(dist.size() - 1))];
+}
+
+TEST(Metrics, Hd95MatchesBruteForceOnRandomBlobs) {
+  at::manual_seed(8);
+  const std::array<double, 3> spacing = {1.7, 0.8, 1.1};
+  for (int trial = 0; trial < 3; ++trial) {
+    auto blob = [] {
+      const at::Tensor c = at::rand({1, 1, 3, 3, 3}, at::kDouble);
+      return (at::upsample_trilinear3d(c, {12, 14, 10}, true) > 0.5).to(at::kInt);
+    };
+    const at::Tensor a = blob(), b = blob();
+    if (!a.any().item<bool>() || !b.any().item<bool>()) continue;
+    const auto sa = surface_voxels(a[0][0].to(at::kBool)), sb = surface_voxels(b[0][0].to(at::kBool));
+    const double want = std::max(brute_directed95(sa, sb, spacing), brute_directed95(sb, sa, spacing));
+    EXPECT_NEAR(reg::hd95(a, b, 1, spacing), want, 1e-9) << "trial " << trial;
+  }
+}
+
+TEST(Metrics, JacobianStats) {
+  const auto identity = reg::jacobian_stats(at::zeros({1, 3, 6, 6, 6}));
+  EXPECT_EQ(identity.non_positive_percent, 0.0);
+  EXPECT_EQ(identity.log_std, 0.0);
+  // u_D(x) = -2·d folds every voxel (det = 1 - 2 < 0).
+  at::Tensor fold = at::zeros({1, 3, 6, 6, 6});
+  fold.select(1, 0).copy_(at::arange(6, at::kFloat).view({1, 6, 1, 1}).expand({1, 6, 6, 6}) * -2);
+  EXPECT_EQ(reg::jacobian_stats(fold).non_positive_percent, 100.0);
+}
+
+}  // namespace
+}  // namespace autoreg::test
