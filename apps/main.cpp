@@ -12,6 +12,7 @@
 
 namespace autoreg::apps {
 int run_apply(int argc, char** argv);
+int run_evaluate(int argc, char** argv);
 }  // namespace autoreg::apps
 
 namespace {
@@ -25,6 +26,8 @@ struct Subcommand {
 const Subcommand kSubcommands[] = {
     {"apply", autoreg::apps::run_apply,
      "apply a displacement field (autoreg's or ANTs') to an image or label map"},
+    {"evaluate", autoreg::apps::run_evaluate,
+     "Dice, HD95 and folding of a registration result"},
 };
 
 void usage(std::FILE* out) {

@@ -110,3 +110,29 @@ TEST_F(Cli, ExitCodesAndMessages) {
 
 }  // namespace
 }  // namespace autoreg::test
+
+namespace autoreg::test {
+namespace {
+
+TEST_F(Cli, EvaluateReportsDiceHd95AndFolding) {
+  // Fixed: a box of label 5; warped: the same box shifted by one voxel along i (1.2 mm).
+  at::Tensor fixed = at::zeros({1, 1, 8, 10, 12}, at::kInt);
+  fixed.slice(2, 2, 6).slice(3, 2, 8).slice(4, 2, 8).fill_(5);
+  const at::Tensor warped = at::roll(fixed, {1}, {4});
+  io::write_volume(path("fl.nii.gz"), {fixed, grid_});
+  io::write_volume(path("wl2.nii.gz"), {warped, grid_});
+  const Result r = run("evaluate --json --fixed-labels " + path("fl.nii.gz") + " --warped-labels " +
+                       path("wl2.nii.gz") + " --field " + path("field.nii.gz"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  // 4×6×6 boxes overlapping in 4×6×5 voxels: Dice 5/6.
+  EXPECT_NE(r.output.find("\"dice\": 0.8333"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"hd95_mm\": 1.2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("non_positive_jacobian_percent"), std::string::npos) << r.output;
+  EXPECT_EQ(run("evaluate --json --csv --fixed-labels " + path("fl.nii.gz") + " --warped-labels " +
+                path("wl2.nii.gz")).code, 1);
+  EXPECT_EQ(run("evaluate --labels 5,x --fixed-labels " + path("fl.nii.gz") + " --warped-labels " +
+                path("wl2.nii.gz")).code, 1);
+}
+
+}  // namespace
+}  // namespace autoreg::test
