@@ -2,7 +2,10 @@
 // errors to exit codes (apps/exit_codes.h). Each subcommand has --help.
 #include <tclap/CmdLine.h>
 
+#include <malloc.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -13,6 +16,7 @@
 namespace autoreg::apps {
 int run_apply(int argc, char** argv);
 int run_evaluate(int argc, char** argv);
+int run_register(int argc, char** argv);
 }  // namespace autoreg::apps
 
 namespace {
@@ -24,6 +28,8 @@ struct Subcommand {
 };
 
 const Subcommand kSubcommands[] = {
+    {"register", autoreg::apps::run_register,
+     "register a moving volume to a fixed one: warped image and displacement field"},
     {"apply", autoreg::apps::run_apply,
      "apply a displacement field (autoreg's or ANTs') to an image or label map"},
     {"evaluate", autoreg::apps::run_evaluate,
@@ -39,6 +45,11 @@ void usage(std::FILE* out) {
 
 int main(int argc, char** argv) {
   using namespace autoreg::apps;
+  // Keep freed memory in the process (large tensors would otherwise be mapped and
+  // unmapped on every operation) and back tensors with transparent huge pages.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  setenv("THP_MEM_ALLOC_ENABLE", "1", /*overwrite=*/0);
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? kUsage : kOk;

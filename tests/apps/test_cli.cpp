@@ -136,3 +136,45 @@ TEST_F(Cli, EvaluateReportsDiceHd95AndFolding) {
 
 }  // namespace
 }  // namespace autoreg::test
+
+namespace autoreg::test {
+namespace {
+
+TEST_F(Cli, RegisterAlignsASyntheticPair) {
+  // Fixed: smooth blobs; moving: the same pulled through a known smooth deformation.
+  at::manual_seed(9);
+  const at::Tensor fixed = at::upsample_trilinear3d(at::rand({1, 1, 4, 4, 4}), {16, 20, 24}, true);
+  const at::Tensor v = at::upsample_trilinear3d((at::rand({1, 3, 3, 3, 3}) * 2 - 1) * 1.5, {16, 20, 24}, true);
+  const at::Tensor moving = ops::warp(fixed, ops::integrate(-v, 7), ops::Interpolation::Linear,
+                                      ops::Padding::Border);
+  io::Geometry g;
+  g.size = {24, 20, 16};
+  io::write_volume(path("f.nii.gz"), {fixed, g});
+  io::write_volume(path("m.nii.gz"), {moving, g});
+  io::write_volume(path("ml.nii.gz"), {(moving * 4).floor().to(at::kInt), g});
+  const Result r = run("register --json --similarity mse --regularization 0.05 --iterations 40,40 --fixed " +
+                       path("f.nii.gz") + " --moving " + path("m.nii.gz") + " --out-warped " +
+                       path("w.nii.gz") + " --out-field " + path("d.nii.gz") + " --moving-labels " +
+                       path("ml.nii.gz") + " --out-labels " + path("wl.nii.gz"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("non_positive_jacobian_percent"), std::string::npos) << r.output;
+  const at::Tensor warped = io::read_volume(path("w.nii.gz")).data;
+  // Away from the faces, where the output reads zero outside the moving volume.
+  const auto inner = [](const at::Tensor& t) { return t.narrow(2, 3, 10).narrow(3, 3, 14).narrow(4, 3, 18); };
+  const double before = inner(fixed - moving).pow(2).mean().item<double>();
+  const double after = inner(fixed - warped).pow(2).mean().item<double>();
+  EXPECT_LT(after, 0.5 * before);
+  EXPECT_TRUE(fs::exists(path("d.nii.gz")));
+  EXPECT_TRUE(fs::exists(path("wl.nii.gz")));
+  // Options that go together, and outputs that are inputs.
+  EXPECT_EQ(run("register --fixed " + path("f.nii.gz") + " --moving " + path("m.nii.gz") +
+                " --out-warped " + path("w2.nii.gz") + " --out-field " + path("d2.nii.gz") +
+                " --moving-labels " + path("ml.nii.gz")).code, 1);
+  EXPECT_EQ(run("register --fixed " + path("f.nii.gz") + " --moving " + path("m.nii.gz") +
+                " --out-warped " + path("m.nii.gz") + " --out-field " + path("d2.nii.gz")).code, 1);
+  EXPECT_EQ(run("register --similarity mind --fixed " + path("f.nii.gz") + " --moving " + path("m.nii.gz") +
+                " --out-warped " + path("w2.nii.gz") + " --out-field " + path("d2.nii.gz")).code, 1);
+}
+
+}  // namespace
+}  // namespace autoreg::test
