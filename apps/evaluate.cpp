@@ -11,7 +11,6 @@
 
 #include <cmath>
 #include <cstdio>
-#include <sstream>
 #include <string>
 
 #include "autoreg/io/field.h"
@@ -19,6 +18,7 @@
 #include "autoreg/io/volume.h"
 #include "autoreg/registration/metrics.h"
 #include "exit_codes.h"
+#include "options.h"
 
 namespace autoreg::apps {
 namespace {
@@ -28,20 +28,7 @@ struct EvaluateParams {
 };
 
 std::vector<int64_t> parse_labels(const std::string& list) {
-  std::vector<int64_t> out;
-  std::stringstream ss(list);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    try {
-      size_t used = 0;
-      out.push_back(std::stoll(item, &used));
-      if (used != item.size()) throw std::invalid_argument(item);
-    } catch (const std::exception&) {
-      throw UsageError("--labels: '" + item + "' is not an integer label (expected e.g. 2,4,17)");
-    }
-  }
-  if (out.empty()) throw UsageError("--labels: empty list");
-  return out;
+  return parse_int_list("--labels", list);
 }
 
 nlohmann::json number(double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); }

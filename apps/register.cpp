@@ -14,7 +14,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <sstream>
 #include <string>
 #include <unistd.h>
 
@@ -25,6 +24,7 @@
 #include "autoreg/registration/instance.h"
 #include "autoreg/registration/metrics.h"
 #include "exit_codes.h"
+#include "options.h"
 
 namespace autoreg::apps {
 namespace {
@@ -36,16 +36,9 @@ struct RegisterParams {
 };
 
 std::vector<int64_t> parse_iterations(const std::string& s) {
-  std::vector<int64_t> out;
-  std::stringstream ss(s);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    try {
-      out.push_back(std::stoll(item));
-    } catch (const std::exception&) {
-      throw UsageError("--iterations: '" + item + "' is not a number (expected e.g. 150,100)");
-    }
-    if (out.back() < 0) throw UsageError("--iterations: counts must be >= 0");
+  std::vector<int64_t> out = parse_int_list("--iterations", s);
+  for (int64_t n : out) {
+    if (n < 0) throw UsageError("--iterations: counts must be >= 0");
   }
   if (out.size() != 2) throw UsageError("--iterations: give two counts, for 1/4 and 1/2 resolution");
   return out;

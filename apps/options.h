@@ -1,0 +1,33 @@
+// Option parsing shared by the subcommands.
+#pragma once
+
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "exit_codes.h"
+
+namespace autoreg::apps {
+
+// "2,4,17" → {2, 4, 17}; anything else is a UsageError naming the option.
+inline std::vector<int64_t> parse_int_list(const std::string& option, const std::string& text) {
+  std::vector<int64_t> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    try {
+      out.push_back(std::stoll(item, &used));
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size()) {
+      throw UsageError(option + ": '" + item + "' is not an integer (expected e.g. 2,4,17)");
+    }
+  }
+  if (out.empty()) throw UsageError(option + ": empty list");
+  return out;
+}
+
+}  // namespace autoreg::apps
