@@ -15,6 +15,8 @@
 #include "autoreg/io/volume.h"
 #include "autoreg/ops.h"
 #include "exit_codes.h"
+#include "options.h"
+#include "warp_volume.h"
 
 namespace autoreg::apps {
 namespace {
@@ -27,22 +29,14 @@ struct ApplyParams {
 void apply(const ApplyParams& p) {
   io::Geometry field_grid;
   const at::Tensor u = io::read_displacement_field(p.field, &field_grid);
-  const io::Volume reference = io::read_volume(p.reference);
-  if (!io::same_grid(reference.geometry, field_grid)) {
+  if (!io::same_grid(io::read_geometry(p.reference), field_grid)) {
     throw io::IoError(p.field + ": the field's grid differs from the reference image's (" +
                       p.reference + "); the field must live on the fixed (reference) grid");
   }
   const io::Volume moving =
       io::read_volume(p.moving, p.labels ? io::PixelKind::Labels : io::PixelKind::Intensity);
   const auto how = p.labels ? io::Resampling::Nearest : io::Resampling::Linear;
-  const io::Volume on_grid = io::same_grid(moving.geometry, field_grid)
-                                 ? moving
-                                 : io::resample(moving, field_grid, how);
-  // Labels go through nearest sampling as float32: exact for |label| < 2^24.
-  const at::Tensor warped = ops::warp(on_grid.data.to(at::kFloat), u,
-                                      p.labels ? ops::Interpolation::Nearest : ops::Interpolation::Linear,
-                                      ops::Padding::Zeros);
-  io::write_volume(p.out, {p.labels ? warped.round().to(at::kInt) : warped, field_grid});
+  io::write_volume(p.out, {warp_volume(io::resample(moving, field_grid, how), u), field_grid});
 }
 
 }  // namespace
@@ -65,9 +59,7 @@ int run_apply(int argc, char** argv) {
 
   ApplyParams p{field.getValue(), moving.getValue(), reference.getValue(), out.getValue(),
                 interpolation.getValue() == "nearest"};
-  for (const std::string* input : {&p.field, &p.moving, &p.reference}) {
-    if (*input == p.out) throw UsageError("--out " + p.out + " is also an input; refusing to overwrite it");
-  }
+  refuse_overwrite({&p.out}, {&p.field, &p.moving, &p.reference});
   apply(p);
   std::printf("wrote %s\n", p.out.c_str());
   return kOk;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -28,6 +29,18 @@ inline std::vector<int64_t> parse_int_list(const std::string& option, const std:
   }
   if (out.empty()) throw UsageError(option + ": empty list");
   return out;
+}
+
+// A UsageError when an output path (non-empty) is also an input path.
+inline void refuse_overwrite(std::initializer_list<const std::string*> outputs,
+                             std::initializer_list<const std::string*> inputs) {
+  for (const std::string* out : outputs) {
+    for (const std::string* in : inputs) {
+      if (!out->empty() && *out == *in) {
+        throw UsageError("output " + *out + " is also an input; refusing to overwrite it");
+      }
+    }
+  }
 }
 
 }  // namespace autoreg::apps

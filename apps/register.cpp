@@ -25,6 +25,7 @@
 #include "autoreg/registration/metrics.h"
 #include "exit_codes.h"
 #include "options.h"
+#include "warp_volume.h"
 
 namespace autoreg::apps {
 namespace {
@@ -47,10 +48,8 @@ std::vector<int64_t> parse_iterations(const std::string& s) {
 nlohmann::json run(RegisterParams p) {
   const auto t0 = std::chrono::steady_clock::now();
   const io::Volume fixed = io::read_volume(p.fixed);
-  io::Volume moving = io::read_volume(p.moving);
-  if (!io::same_grid(moving.geometry, fixed.geometry)) {
-    moving = io::resample(moving, fixed.geometry, io::Resampling::Linear);
-  }
+  const io::Volume moving =
+      io::resample(io::read_volume(p.moving), fixed.geometry, io::Resampling::Linear);
   const bool tty = ::isatty(fileno(stderr));
   p.options.progress = [&](int level, int64_t it, double loss) {
     const int64_t total = p.options.iterations[level];
@@ -63,17 +62,12 @@ nlohmann::json run(RegisterParams p) {
   const at::Tensor u = registration::fit_displacement(io::normalize_intensity(fixed.data),
                                                       io::normalize_intensity(moving.data), p.options);
   c10::AutoGradMode no_grad(false);
-  const at::Tensor warped = ops::warp(moving.data, u, ops::Interpolation::Linear, ops::Padding::Zeros);
-  io::write_volume(p.out_warped, {warped, fixed.geometry});
+  io::write_volume(p.out_warped, {warp_volume(moving, u), fixed.geometry});
   io::write_displacement_field(p.out_field, u, fixed.geometry);
   if (!p.moving_labels.empty()) {
-    io::Volume labels = io::read_volume(p.moving_labels, io::PixelKind::Labels);
-    if (!io::same_grid(labels.geometry, fixed.geometry)) {
-      labels = io::resample(labels, fixed.geometry, io::Resampling::Nearest);
-    }
-    const at::Tensor wl = ops::warp(labels.data.to(at::kFloat), u, ops::Interpolation::Nearest,
-                                    ops::Padding::Zeros);
-    io::write_volume(p.out_labels, {wl.round().to(at::kInt), fixed.geometry});
+    const io::Volume labels = io::resample(io::read_volume(p.moving_labels, io::PixelKind::Labels),
+                                           fixed.geometry, io::Resampling::Nearest);
+    io::write_volume(p.out_labels, {warp_volume(labels, u), fixed.geometry});
   }
   const auto j = registration::jacobian_stats(u);
   return {{"fixed", p.fixed},
@@ -119,11 +113,8 @@ int run_register(int argc, char** argv) {
   if (p.moving_labels.empty() != p.out_labels.empty()) {
     throw UsageError("--moving-labels and --out-labels go together");
   }
-  for (const std::string* out : {&p.out_warped, &p.out_field, &p.out_labels}) {
-    for (const std::string* in : {&p.fixed, &p.moving, &p.moving_labels}) {
-      if (!out->empty() && *out == *in) throw UsageError(*out + " is both an input and an output");
-    }
-  }
+  refuse_overwrite({&p.out_warped, &p.out_field, &p.out_labels},
+                   {&p.fixed, &p.moving, &p.moving_labels});
   if (lambda.getValue() < 0) throw UsageError("--regularization must be >= 0");
   p.options.similarity = similarity.getValue();
   p.options.regularization = lambda.getValue();

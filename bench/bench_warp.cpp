@@ -24,6 +24,7 @@
 #include <string>
 
 #include "autoreg/ops.h"
+#include "ops/helpers.h"  // tests/: the field → grid_sample grid conversion
 
 namespace {
 
@@ -45,20 +46,8 @@ void sync(const at::Device& device) {
 #endif
 }
 
-// grid_sample's view of a displacement field (see tests/ops/helpers.h).
-at::Tensor to_grid(const at::Tensor& disp) {
-  const int64_t D = disp.size(2), H = disp.size(3), W = disp.size(4);
-  auto axis = [&](int64_t dim, int64_t size) {
-    std::vector<int64_t> shape = {1, 1, 1};
-    shape[dim] = size;
-    const at::Tensor base = at::arange(size, disp.options().requires_grad(false)).view(shape);
-    return (disp.select(1, dim) + base) * (2.0 / double(size - 1)) - 1.0;
-  };
-  return at::stack({axis(2, W), axis(1, H), axis(0, D)}, -1);
-}
-
-at::Tensor grid_sample(const at::Tensor& image, const at::Tensor& disp, int64_t padding) {
-  return at::grid_sampler(image, to_grid(disp), /*bilinear*/ 0, padding, /*align_corners=*/true);
+at::Tensor grid_sample(const at::Tensor& image, const at::Tensor& disp, Padding padding) {
+  return autoreg::test::grid_sample_warp(image, disp, Interpolation::Linear, padding);
 }
 
 struct Inputs {
@@ -117,7 +106,7 @@ void run_integrate(benchmark::State& state, const at::Device& device, bool with_
     at::Tensor u;
     if (with_grid_sample) {
       u = v * (1.0 / (1 << kSteps));
-      for (int i = 0; i < kSteps; ++i) u = u + grid_sample(u, u, /*border*/ 1);
+      for (int i = 0; i < kSteps; ++i) u = u + grid_sample(u, u, Padding::Border);
     } else {
       u = autoreg::ops::integrate(v, kSteps);
     }
@@ -163,7 +152,7 @@ void register_all(const at::Device& device) {
     const Forward warp = [](const at::Tensor& i, const at::Tensor& d) {
       return autoreg::ops::warp(i, d, Interpolation::Linear, Padding::Zeros);
     };
-    const Forward gs = [](const at::Tensor& i, const at::Tensor& d) { return grid_sample(i, d, 0); };
+    const Forward gs = [](const at::Tensor& i, const at::Tensor& d) { return grid_sample(i, d, Padding::Zeros); };
     reg("warp_fwd" + tail, [=](benchmark::State& st) { run_forward(st, s, device, warp); });
     reg("grid_sample_fwd" + tail, [=](benchmark::State& st) { run_forward(st, s, device, gs); });
     reg("warp_fwd_bwd" + tail, [=](benchmark::State& st) { run_forward_backward(st, s, device, warp); });

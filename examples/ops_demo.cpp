@@ -19,6 +19,7 @@
 #include <string>
 
 #include "autoreg/ops.h"
+#include "autoreg/registration/metrics.h"
 
 namespace {
 
@@ -37,13 +38,6 @@ at::Tensor phantom_labels(int64_t n) {
                                   at::pow(r.view({1, 1, n}) / 0.7, 2));
   return ((rho < 1).to(at::kFloat) + (rho < 0.7).to(at::kFloat) + (rho < 0.35).to(at::kFloat))
       .view({1, 1, n, n, n});
-}
-
-double dice(const at::Tensor& a, const at::Tensor& b, double label) {
-  const at::Tensor ma = a == label, mb = b == label;
-  const double inter = (ma & mb).sum().item<double>();
-  const double total = ma.sum().item<double>() + mb.sum().item<double>();
-  return total > 0 ? 2 * inter / total : 1.0;
 }
 
 }  // namespace
@@ -93,7 +87,7 @@ int main(int argc, char** argv) {
   const at::Tensor warped_labels =
       autoreg::ops::warp(labels, forward, Interpolation::Nearest, Padding::Zeros);
   std::printf("warp (trilinear):      %.3f s; labels moved: Dice(original, warped) = %.3f\n",
-              t_warp, dice(labels, warped_labels, 3));
+              t_warp, autoreg::registration::dice(labels, warped_labels, 3));
 
   const at::Tensor back = autoreg::ops::warp(warped, inverse, Interpolation::Linear, Padding::Zeros);
   const at::Tensor back_labels =
@@ -109,7 +103,7 @@ int main(int argc, char** argv) {
               inner(residual).abs().mean().item<double>());
   for (double l : {1.0, 2.0, 3.0}) {
     std::printf("  label %.0f: Dice(original, warped then restored) = %.3f\n", l,
-                dice(labels, back_labels, l));
+                autoreg::registration::dice(labels, back_labels, int64_t(l)));
   }
   return 0;
 }

@@ -41,9 +41,16 @@ if [[ "${AUTOREG_SKIP_APT:-0}" != 1 ]]; then
 fi
 
 # --- LibTorch from the PyPI wheel ---------------------------------------------------
-venv="${AUTOREG_TORCH_VENV:-$cache/torch-$TORCH_VERSION}"
+if [[ -n "${AUTOREG_TORCH_VENV:-}" ]]; then
+  # A venv the user manages: use it as it is, never reinstall or remove it.
+  "$AUTOREG_TORCH_VENV/bin/python" -c "import torch.utils" 2>/dev/null || {
+    say "AUTOREG_TORCH_VENV=$AUTOREG_TORCH_VENV has no importable torch"; exit 1; }
+  venv=""
+else
+  venv="$cache/torch-$TORCH_VERSION"
+fi
 stamp="$venv/.autoreg-ready"
-if [[ ! -f "$stamp" ]]; then
+if [[ -n "$venv" && ! -f "$stamp" ]]; then
   exec 9>"$cache/.setup.lock"
   flock 9                       # another setup may be installing right now
   if [[ ! -f "$stamp" ]]; then

@@ -69,8 +69,8 @@ at::Tensor read_displacement_field(const std::string& path, Geometry* grid) {
   register_formats();
   std::error_code ec;
   if (!fs::exists(path, ec)) fail(path, "no such file");
-  check_header(path, 3);
   auto reader = itk::ImageFileReader<FieldImage>::New();
+  reader->SetImageIO(check_header(path, 3));  // the header is parsed once
   reader->SetFileName(path);
   try {
     reader->Update();

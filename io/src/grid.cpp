@@ -19,7 +19,16 @@ template <typename Pixel>
 Volume resample_as(const Volume& v, const Geometry& ref, Resampling how, at::ScalarType dtype) {
   using Image = itk::Image<Pixel, 3>;
   const auto input = to_itk<Pixel>(v);
-  const auto reference = allocate_image<Image>(ref);  // carries the output grid only
+  typename Image::SizeType size;
+  typename Image::SpacingType spacing;
+  typename Image::PointType origin;
+  typename Image::DirectionType direction;
+  for (int a = 0; a < 3; ++a) {
+    size[a] = static_cast<itk::SizeValueType>(ref.size[a]);
+    spacing[a] = ref.spacing[a];
+    origin[a] = ref.origin[a];
+    for (int c = 0; c < 3; ++c) direction(a, c) = ref.direction[a * 3 + c];
+  }
   auto filter = itk::ResampleImageFilter<Image, Image, double>::New();
   filter->SetInput(input);
   filter->SetTransform(itk::IdentityTransform<double, 3>::New());
@@ -28,8 +37,10 @@ Volume resample_as(const Volume& v, const Geometry& ref, Resampling how, at::Sca
   } else {
     filter->SetInterpolator(itk::LinearInterpolateImageFunction<Image, double>::New());
   }
-  filter->SetUseReferenceImage(true);
-  filter->SetReferenceImage(reference);
+  filter->SetSize(size);
+  filter->SetOutputSpacing(spacing);
+  filter->SetOutputOrigin(origin);
+  filter->SetOutputDirection(direction);
   filter->SetDefaultPixelValue(0);
   filter->Update();
   return from_itk<Pixel>(filter->GetOutput(), dtype);
@@ -50,6 +61,7 @@ bool same_grid(const Geometry& a, const Geometry& b, double tolerance) {
 }
 
 Volume resample(const Volume& volume, const Geometry& reference, Resampling how) {
+  if (same_grid(volume.geometry, reference)) return {volume.data, reference};
   const at::ScalarType t = volume.data.scalar_type();
   TORCH_CHECK(t == at::kFloat || t == at::kInt, "resample: volume data must be float32 or int32, got ", t);
   return t == at::kFloat ? resample_as<float>(volume, reference, how, t)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <itkImage.h>
+#include <itkImageIOBase.h>
 #include <itkImageFileWriter.h>
 
 #include <ATen/core/Tensor.h>
@@ -30,7 +31,8 @@ void register_formats();
 // The file exists, is readable, and holds a 3-D image of `components` components per
 // voxel with as many voxels as its header says (uncompressed NIfTI is checked for
 // truncation, which ITK does not notice).
-void check_header(const std::string& path, unsigned components);
+// Returns the ImageIO that read the header, for the reader to reuse.
+itk::ImageIOBase::Pointer check_header(const std::string& path, unsigned components);
 
 // The output folder exists and is writable.
 void check_output_path(const std::string& path);

@@ -44,7 +44,7 @@ void check_output_path(const std::string& path) {
   }
 }
 
-void check_header(const std::string& path, unsigned components) {
+itk::ImageIOBase::Pointer check_header(const std::string& path, unsigned components) {
   itk::ImageIOBase::Pointer header =
       itk::ImageIOFactory::CreateImageIO(path.c_str(), itk::IOFileModeEnum::ReadMode);
   if (!header) fail(path, "not a readable image (unknown format, or corrupt)");
@@ -73,6 +73,7 @@ void check_header(const std::string& path, unsigned components) {
                                     : std::to_string(components) + "-vectors") +
                    " are needed");
   }
+  return header;
 }
 
 }  // namespace detail
@@ -84,17 +85,24 @@ namespace {
 template <typename Pixel>
 using Image3 = itk::Image<Pixel, 3>;
 
-template <typename Pixel>
-typename Image3<Pixel>::Pointer read_file(const std::string& path) {
-  check_header(path, 1);
-  auto reader = itk::ImageFileReader<Image3<Pixel>>::New();
-  reader->SetFileName(path);
+// Runs a reader, turning ITK's exception into an IoError naming the file.
+template <typename Reader>
+typename Reader::OutputImageType::Pointer run_reader(Reader* reader, const std::string& path,
+                                                     const char* what) {
   try {
     reader->Update();
   } catch (const itk::ExceptionObject& e) {
-    fail(path, std::string("cannot read voxels (truncated or corrupt?): ") + e.GetDescription());
+    fail(path, std::string(what) + ": " + e.GetDescription());
   }
   return reader->GetOutput();
+}
+
+template <typename Pixel>
+typename Image3<Pixel>::Pointer read_file(const std::string& path) {
+  auto reader = itk::ImageFileReader<Image3<Pixel>>::New();
+  reader->SetImageIO(check_header(path, 1));  // the header is parsed once
+  reader->SetFileName(path);
+  return run_reader(reader.GetPointer(), path, "cannot read voxels (truncated or corrupt?)");
 }
 
 template <typename Pixel>
@@ -109,12 +117,7 @@ typename Image3<Pixel>::Pointer read_dicom_series(const std::string& dir) {
   auto reader = itk::ImageSeriesReader<Image3<Pixel>>::New();
   reader->SetImageIO(itk::GDCMImageIO::New());
   reader->SetFileNames(files);
-  try {
-    reader->Update();
-  } catch (const itk::ExceptionObject& e) {
-    fail(dir, std::string("cannot read DICOM series: ") + e.GetDescription());
-  }
-  return reader->GetOutput();
+  return run_reader(reader.GetPointer(), dir, "cannot read DICOM series");
 }
 
 template <typename Pixel>
@@ -131,11 +134,34 @@ void write_as(const std::string& path, const Volume& v) {
 
 }  // namespace
 
-Volume read_volume(const std::string& path, PixelKind kind) {
+namespace {
+
+void check_readable(const std::string& path) {
   register_formats();
   std::error_code ec;
   if (!fs::exists(path, ec)) fail(path, "no such file or directory");
   if (!fs::is_directory(path) && ::access(path.c_str(), R_OK) != 0) fail(path, "not readable");
+}
+
+}  // namespace
+
+Geometry read_geometry(const std::string& path) {
+  check_readable(path);
+  if (fs::is_directory(path)) return read_volume(path).geometry;  // a DICOM series
+  const itk::ImageIOBase::Pointer h = check_header(path, 1);
+  Geometry g;
+  for (unsigned a = 0; a < 3; ++a) {
+    g.size[a] = static_cast<int64_t>(h->GetDimensions(a));
+    g.spacing[a] = h->GetSpacing(a);
+    g.origin[a] = h->GetOrigin(a);
+    const auto column = h->GetDirection(a);  // direction of axis a: column a
+    for (unsigned r = 0; r < 3; ++r) g.direction[r * 3 + a] = column[r];
+  }
+  return g;
+}
+
+Volume read_volume(const std::string& path, PixelKind kind) {
+  check_readable(path);
   if (kind == PixelKind::Labels) return read_as<int32_t>(path, at::kInt);
   Volume v = read_as<float>(path, at::kFloat);
   if (!at::isfinite(v.data).all().item<bool>()) {

@@ -53,10 +53,6 @@ void check_indexable(const char* op, const char* name, const at::Tensor& t) {
               " has more voxels per channel than 2^31 - 1: ", t.sizes());
 }
 
-}  // namespace autoreg::ops::detail
-
-namespace autoreg::ops::detail {
-
 WarpSpec check_warp_args(const char* op, const at::Tensor& image, const at::Tensor& displacement,
                          c10::string_view interpolation, c10::string_view padding) {
   check_volume(op, "image", image, -1);

@@ -25,9 +25,6 @@ void check_compatible(const char* op, const char* name_a, const at::Tensor& a,
 // Volumes whose voxel offsets must fit the kernels' 32-bit indices.
 void check_indexable(const char* op, const char* name, const at::Tensor& t);
 
-}  // namespace autoreg::ops::detail
-
-namespace autoreg::ops::detail {
 
 struct WarpSpec {
   Mode mode;

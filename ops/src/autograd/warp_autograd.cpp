@@ -8,6 +8,8 @@
 
 #include <string>
 
+#include "autoreg/ops.h"
+
 namespace autoreg::ops::detail {
 namespace {
 
@@ -22,13 +24,6 @@ at::Tensor call_warp(const at::Tensor& image, const at::Tensor& disp, c10::strin
                        .typed<at::Tensor(const at::Tensor&, const at::Tensor&, c10::string_view,
                                          c10::string_view)>();
   return op.call(image, disp, interp, pad);
-}
-
-at::Tensor call_compose(const at::Tensor& u, const at::Tensor& v) {
-  static auto op = c10::Dispatcher::singleton()
-                       .findSchemaOrThrow("autoreg::compose", "")
-                       .typed<at::Tensor(const at::Tensor&, const at::Tensor&)>();
-  return op.call(u, v);
 }
 
 std::tuple<at::Tensor, at::Tensor> call_warp_backward(const at::Tensor& grad,
@@ -75,7 +70,7 @@ class ComposeFunction : public torch::autograd::Function<ComposeFunction> {
  public:
   static variable_list forward(AutogradContext* ctx, const Variable& u, const Variable& v) {
     at::AutoDispatchBelowADInplaceOrView guard;
-    at::Tensor out = call_compose(u, v);
+    at::Tensor out = ops::compose(u, v);  // redispatches below autograd
     ctx->save_for_backward({u, v});
     return {out};
   }

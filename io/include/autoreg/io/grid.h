@@ -18,7 +18,8 @@ enum class Resampling {
 };
 
 // The volume seen on `reference`'s grid: each reference voxel takes the value at its
-// physical point (identity mapping in LPS millimetres); points outside read 0.
+// physical point (identity mapping in LPS millimetres); points outside read 0. A volume
+// already on that grid is returned as it is.
 Volume resample(const Volume& volume, const Geometry& reference, Resampling how);
 
 // Robust intensity normalisation: the `lower` and `upper` percentiles of the voxel

@@ -44,6 +44,10 @@ struct Volume {
 // Reads a 3-D scalar volume (a file, or a directory holding one DICOM series).
 Volume read_volume(const std::string& path, PixelKind kind = PixelKind::Intensity);
 
+// The geometry of a 3-D scalar volume from its header alone (voxels are not read, except
+// for a DICOM series).
+Geometry read_geometry(const std::string& path);
+
 // Writes data (float32 or int32, 1×1×D×H×W, D×H×W matching the geometry's size) in the
 // format the extension names, through a temporary file renamed into place.
 void write_volume(const std::string& path, const Volume& volume);
