@@ -1,42 +1,56 @@
 // autoreg apply --field D --moving X --reference R --out Y [--interpolation linear|nearest]
 //
 // Applies a displacement field written by `autoreg register` (or by ANTs: the same
-// convention) to another image or label map: the moving image is brought onto the
-// field's grid (the reference's) and pulled back through the field.
+// convention), or an affine ITK transform file, to another image or label map on any
+// grid: each reference voxel x takes the moving volume's value at x + d(x) (or A·x), in
+// one interpolation.
 #include <tclap/CmdLine.h>
 
 #include <ATen/ATen.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 #include "autoreg/io/field.h"
 #include "autoreg/io/grid.h"
 #include "autoreg/io/volume.h"
-#include "autoreg/ops.h"
+#include "autoreg/io/transform.h"
 #include "exit_codes.h"
 #include "options.h"
-#include "warp_volume.h"
 
 namespace autoreg::apps {
 namespace {
 
 struct ApplyParams {
-  std::string field, moving, reference, out;
+  std::string field, moving, reference, out, moving_orientation;
   bool labels = false;  // nearest-neighbour, integer output (for label maps)
 };
 
+bool is_affine_file(const std::string& path) {
+  const std::string ext = std::filesystem::path(path).extension().string();
+  return ext == ".tfm" || ext == ".txt" || ext == ".mat";
+}
+
 void apply(const ApplyParams& p) {
-  io::Geometry field_grid;
-  const at::Tensor u = io::read_displacement_field(p.field, &field_grid);
-  if (!io::same_grid(io::read_geometry(p.reference), field_grid)) {
-    throw io::IoError(p.field + ": the field's grid differs from the reference image's (" +
-                      p.reference + "); the field must live on the fixed (reference) grid");
+  io::check_output(p.out);
+  const io::Geometry grid = io::read_geometry(p.reference);
+  at::Tensor points = io::physical_points(grid);
+  if (is_affine_file(p.field)) {
+    points = io::transform_points(io::read_affine(p.field), points);
+  } else {
+    io::Geometry field_grid;
+    const at::Tensor u = io::read_displacement_field(p.field, &field_grid);
+    if (!io::same_grid(grid, field_grid)) {
+      throw io::IoError(p.field + ": the field's grid differs from the reference image's (" +
+                        p.reference + "); the field must live on the fixed (reference) grid");
+    }
+    points = points + io::voxel_to_physical(u, grid);
   }
-  const io::Volume moving =
+  io::Volume moving =
       io::read_volume(p.moving, p.labels ? io::PixelKind::Labels : io::PixelKind::Intensity);
-  const auto how = p.labels ? io::Resampling::Nearest : io::Resampling::Linear;
-  io::write_volume(p.out, {warp_volume(io::resample(moving, field_grid, how), u), field_grid});
+  if (!p.moving_orientation.empty()) moving.geometry = io::with_orientation(moving.geometry, p.moving_orientation);
+  io::write_volume(p.out, {io::sample_at(moving, points), grid});
 }
 
 }  // namespace
@@ -45,7 +59,7 @@ int run_apply(int argc, char** argv) {
   TCLAP::CmdLine cmd("Apply a displacement field (physical LPS mm, on the fixed grid, as written "
                      "by autoreg register or ANTs) to an image or a label map.",
                      ' ', "0.1");
-  TCLAP::ValueArg<std::string> field("", "field", "displacement field (ITK vector image)", true, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> field("", "field", "displacement field (ITK vector image or .h5 DisplacementFieldTransform), or an affine (.tfm, .txt, .mat)", true, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> moving("", "moving", "image or label map to warp", true, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> reference("", "reference", "fixed image: the output grid", true, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> out("", "out", "warped output", true, "", "FILE", cmd);
@@ -54,10 +68,14 @@ int run_apply(int argc, char** argv) {
   TCLAP::ValueArg<std::string> interpolation(
       "", "interpolation", "linear (images, default) or nearest (label maps)", false, "linear",
       &allowed, cmd);
+  TCLAP::ValueArg<std::string> moving_orientation(
+      "", "moving-orientation", "override a wrong header: where the moving volume's voxel axes point, e.g. LIA (as given to register)",
+      false, "", "CODE", cmd);
   cmd.setExceptionHandling(false);
   cmd.parse(argc, argv);
 
   ApplyParams p{field.getValue(), moving.getValue(), reference.getValue(), out.getValue(),
+                checked_orientation("--moving-orientation", moving_orientation.getValue()),
                 interpolation.getValue() == "nearest"};
   refuse_overwrite({&p.out}, {&p.field, &p.moving, &p.reference});
   apply(p);

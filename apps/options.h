@@ -4,9 +4,11 @@
 #include <cstdint>
 #include <initializer_list>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "autoreg/io/grid.h"
 #include "exit_codes.h"
 
 namespace autoreg::apps {
@@ -41,6 +43,17 @@ inline void refuse_overwrite(std::initializer_list<const std::string*> outputs,
       }
     }
   }
+}
+
+// An orientation code (e.g. LIA) checked for use with io::with_orientation; "" passes.
+inline std::string checked_orientation(const std::string& option, const std::string& code) {
+  if (code.empty()) return code;
+  try {
+    io::with_orientation(io::Geometry{}, code);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(option + ": " + e.what());
+  }
+  return code;
 }
 
 }  // namespace autoreg::apps

@@ -2,7 +2,8 @@
 # Installs everything autoreg needs to build and test, and nothing twice.
 #
 #   Debian packages: ITK 5.2, TCLAP, nlohmann-json, GoogleTest, Google Benchmark,
-#                    ccache, ninja, CMake, a C++ compiler, Python's venv.
+#                    ccache, ninja, CMake, a C++ compiler, Python's venv, elastix
+#                    (the comparison in bench/register_e2e.py).
 #   LibTorch:        the PyPI `torch` wheel (pinned below, built with CUDA 13.0 to match
 #                    the CUDA 13 toolkit) in a virtual environment under
 #                    $AUTOREG_CACHE (default ~/.cache/autoreg), shared by every clone.
@@ -20,7 +21,8 @@ TORCH_VERSION=$(cat "$(dirname "$0")/torch-version")
 APT_PACKAGES=(build-essential cmake ninja-build ccache git python3 python3-venv
   libinsighttoolkit5-dev libtclap-dev nlohmann-json3-dev libgtest-dev libgmock-dev
   libbenchmark-dev
-  libgdcm-tools)   # GDCM's CMake package (pulled in by ITK) names its tools
+  libgdcm-tools    # GDCM's CMake package (pulled in by ITK) names its tools
+  elastix)         # the reference bench/register_e2e.py compares against
 
 say() { echo "setup: $*" >&2; }
 cache="${AUTOREG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/autoreg}"

@@ -2,10 +2,14 @@
 
 #include <ATen/ATen.h>
 #include <itkImageFileReader.h>
+#include <itkDisplacementFieldTransform.h>
+#include <itkTransformFileReader.h>
+#include <itkTransformFileWriter.h>
 #include <itkVector.h>
 
 #include <cstring>
 
+#include "autoreg/io/grid.h"
 #include "itk_bridge.h"
 
 namespace autoreg::io {
@@ -22,18 +26,50 @@ void check_field(const char* what, const at::Tensor& t, const Geometry& g) {
               ", ", s[2], "), got ", t.sizes());
 }
 
-// M = Direction · diag(spacing), as a 3×3 tensor in double: physical = M · (i, j, k).
+// M = Direction · diag(spacing): physical = M · (i, j, k).
 at::Tensor index_to_physical(const Geometry& g) {
-  at::Tensor m = at::empty({3, 3}, at::kDouble);
-  auto a = m.accessor<double, 2>();
-  for (int r = 0; r < 3; ++r)
-    for (int c = 0; c < 3; ++c) a[r][c] = g.direction[r * 3 + c] * g.spacing[c];
-  return m;
+  return index_to_world(g).slice(0, 0, 3).slice(1, 0, 3);
 }
+
+// An ITK transform file (rather than a vector image) by its extension.
+bool is_transform_file(const std::string& path) {
+  const std::string ext = fs::path(path).extension().string();
+  return ext == ".h5" || ext == ".hdf5";
+}
+
+using TransformField = itk::DisplacementFieldTransform<double, 3>::DisplacementFieldType;
 
 // Applies the 3×3 matrix m to the vectors of a 1×3×D×H×W field.
 at::Tensor apply(const at::Tensor& m, const at::Tensor& field) {
   return at::einsum("rc,ncdhw->nrdhw", {m.to(field.scalar_type()).to(field.device()), field});
+}
+
+}  // namespace
+
+namespace {
+
+// The displacement field of a DisplacementFieldTransform stored in an ITK transform file.
+at::Tensor read_field_transform(const std::string& path, Geometry* grid) {
+  auto reader = itk::TransformFileReaderTemplate<double>::New();
+  reader->SetFileName(path);
+  try {
+    reader->Update();
+  } catch (const itk::ExceptionObject& e) {
+    fail(path, std::string("not a readable ITK transform file: ") + e.GetDescription());
+  }
+  const auto* list = reader->GetTransformList();
+  if (list->size() != 1) fail(path, "holds " + std::to_string(list->size()) + " transforms, not one displacement field");
+  const auto* t = dynamic_cast<const itk::DisplacementFieldTransform<double, 3>*>(list->front().GetPointer());
+  if (!t) fail(path, std::string("holds a ") + list->front()->GetNameOfClass() + ", not a DisplacementFieldTransform");
+  const TransformField* image = t->GetDisplacementField();
+  if (!image) fail(path, "the DisplacementFieldTransform has no field");
+  const Geometry g = geometry_of(image);
+  const auto& s = g.size;
+  at::Tensor xyz = at::empty({s[2], s[1], s[0], 3}, at::kDouble);
+  std::memcpy(xyz.data_ptr(), image->GetBufferPointer(), xyz.nbytes());
+  if (!at::isfinite(xyz).all().item<bool>()) fail(path, "displacement field has non-finite vectors");
+  if (grid) *grid = g;
+  return physical_to_voxel(xyz.permute({3, 0, 1, 2}).unsqueeze(0), g).to(at::kFloat).contiguous();
 }
 
 }  // namespace
@@ -54,21 +90,35 @@ void write_displacement_field(const std::string& path, const at::Tensor& voxels,
   register_formats();
   check_field("displacement", voxels, grid);
   // ITK stores the three components of a voxel together: N×3×D×H×W → D×H×W×3.
-  const at::Tensor xyz = voxel_to_physical(voxels.to(at::kDouble), grid)
-                             .to(at::kFloat)
+  const bool transform_file = is_transform_file(path);
+  const at::ScalarType type = transform_file ? at::kDouble : at::kFloat;
+  const at::Tensor xyz = voxel_to_physical(voxels.to(type).cpu(), grid)
                              .squeeze(0)
                              .permute({1, 2, 3, 0})
-                             .contiguous()
-                             .cpu();
-  auto image = allocate_image<FieldImage>(grid);
+                             .contiguous();
+  if (!transform_file) {
+    auto image = allocate_image<FieldImage>(grid);
+    std::memcpy(image->GetBufferPointer(), xyz.data_ptr(), xyz.nbytes());
+    write_image(path, image.GetPointer());
+    return;
+  }
+  auto image = allocate_image<TransformField>(grid);
   std::memcpy(image->GetBufferPointer(), xyz.data_ptr(), xyz.nbytes());
-  write_image(path, image.GetPointer());
+  auto transform = itk::DisplacementFieldTransform<double, 3>::New();
+  transform->SetDisplacementField(image);
+  write_atomically(path, [&](const std::string& tmp) {
+    auto writer = itk::TransformFileWriterTemplate<double>::New();
+    writer->SetFileName(tmp);
+    writer->SetInput(transform);
+    writer->Update();
+  });
 }
 
 at::Tensor read_displacement_field(const std::string& path, Geometry* grid) {
   register_formats();
   std::error_code ec;
   if (!fs::exists(path, ec)) fail(path, "no such file");
+  if (is_transform_file(path)) return read_field_transform(path, grid);
   auto reader = itk::ImageFileReader<FieldImage>::New();
   reader->SetImageIO(check_header(path, 3));  // the header is parsed once
   reader->SetFileName(path);

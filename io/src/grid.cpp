@@ -6,7 +6,10 @@
 #include <itkNearestNeighborInterpolateImageFunction.h>
 #include <itkResampleImageFilter.h>
 
+#include <array>
+#include <cctype>
 #include <cmath>
+#include <stdexcept>
 
 #include "itk_bridge.h"
 
@@ -66,6 +69,99 @@ Volume resample(const Volume& volume, const Geometry& reference, Resampling how)
   TORCH_CHECK(t == at::kFloat || t == at::kInt, "resample: volume data must be float32 or int32, got ", t);
   return t == at::kFloat ? resample_as<float>(volume, reference, how, t)
                          : resample_as<int32_t>(volume, reference, how, t);
+}
+
+at::Tensor index_to_world(const Geometry& g) {
+  at::Tensor m = at::eye(4, at::kDouble);
+  auto a = m.accessor<double, 2>();
+  for (int r = 0; r < 3; ++r) {
+    for (int c = 0; c < 3; ++c) a[r][c] = g.direction[r * 3 + c] * g.spacing[c];
+    a[r][3] = g.origin[r];
+  }
+  return m;
+}
+
+Geometry with_orientation(const Geometry& g, const std::string& code) {
+  // Each letter's unit vector in ITK's LPS frame.
+  const auto axis = [&](char c) -> std::array<double, 3> {
+    switch (std::toupper(static_cast<unsigned char>(c))) {
+      case 'L': return {1, 0, 0};
+      case 'R': return {-1, 0, 0};
+      case 'P': return {0, 1, 0};
+      case 'A': return {0, -1, 0};
+      case 'S': return {0, 0, 1};
+      case 'I': return {0, 0, -1};
+      default: throw std::invalid_argument("orientation '" + code + "': letters must be R, L, A, P, S or I");
+    }
+  };
+  if (code.size() != 3) throw std::invalid_argument("orientation '" + code + "': give three letters, e.g. LIA");
+  std::array<std::array<double, 3>, 3> columns{};
+  std::array<bool, 3> used{};
+  for (int a = 0; a < 3; ++a) {
+    columns[a] = axis(code[a]);
+    for (int r = 0; r < 3; ++r) {
+      if (columns[a][r] == 0) continue;
+      if (used[r]) throw std::invalid_argument("orientation '" + code + "': each of R/L, A/P, S/I once");
+      used[r] = true;
+    }
+  }
+  // Centre = origin + D·diag(s)·(n−1)/2, kept.
+  std::array<double, 3> centre = g.origin;
+  for (int r = 0; r < 3; ++r)
+    for (int c = 0; c < 3; ++c) centre[r] += g.direction[r * 3 + c] * g.spacing[c] * (g.size[c] - 1) / 2.0;
+  Geometry out = g;
+  for (int r = 0; r < 3; ++r) {
+    out.origin[r] = centre[r];
+    for (int c = 0; c < 3; ++c) {
+      out.direction[r * 3 + c] = columns[c][r];
+      out.origin[r] -= columns[c][r] * g.spacing[c] * (g.size[c] - 1) / 2.0;
+    }
+  }
+  return out;
+}
+
+at::Tensor physical_points(const Geometry& g) {
+  // Channel r = origin_r + M_r0·i + M_r1·j + M_r2·k, by broadcasting three 1-D ramps:
+  // no volume-sized temporaries beyond the output.
+  const auto opts = at::TensorOptions().dtype(at::kFloat);
+  const at::Tensor i = at::arange(g.size[0], opts).view({1, 1, -1});
+  const at::Tensor j = at::arange(g.size[1], opts).view({1, -1, 1});
+  const at::Tensor k = at::arange(g.size[2], opts).view({-1, 1, 1});
+  const at::Tensor m = index_to_world(g);
+  const auto acc = m.accessor<double, 2>();
+  at::Tensor out = at::empty({1, 3, g.size[2], g.size[1], g.size[0]}, opts);
+  for (int r = 0; r < 3; ++r) {
+    // Each term is small (1-D); the sum broadcasts into the D×H×W channel.
+    at::Tensor channel = out.select(1, r).squeeze(0);
+    channel.copy_((k * float(acc[r][2]) + float(acc[r][3])) + j * float(acc[r][1]));
+    channel.add_(i * float(acc[r][0]));
+  }
+  return out;
+}
+
+at::Tensor sample_at(const Volume& volume, const at::Tensor& points) {
+  TORCH_CHECK(points.dim() == 5 && points.size(0) == 1 && points.size(1) == 3,
+              "sample_at: points must be 1×3×D×H×W, got ", points.sizes());
+  const at::ScalarType t = volume.data.scalar_type();
+  TORCH_CHECK(t == at::kFloat || t == at::kInt, "sample_at: volume data must be float32 or int32, got ", t);
+  // Physical → voxel index → grid_sampler's [-1, 1] per axis (align_corners).
+  const at::Tensor to_index = at::inverse(index_to_world(volume.geometry));
+  at::Tensor scale = at::empty({3}, at::kDouble), shift = at::empty({3}, at::kDouble);
+  for (int a = 0; a < 3; ++a) {
+    const int64_t n = volume.geometry.size[a];
+    scale[a] = n > 1 ? 2.0 / double(n - 1) : 0.0;
+    shift[a] = n > 1 ? -1.0 : 0.0;
+  }
+  // One affine map: normalised = scale · (M⁻¹ · p + m⁻¹) + shift, per point, in float64.
+  const at::Tensor m = scale.unsqueeze(1) * to_index.slice(0, 0, 3).slice(1, 0, 3);
+  const at::Tensor b = scale * to_index.slice(0, 0, 3).select(1, 3) + shift;
+  at::Tensor grid = at::einsum("rc,ncdhw->ndhwr", {m.to(at::kFloat), points.to(at::kFloat)}) +
+                    b.to(at::kFloat);
+  const bool labels = t == at::kInt;
+  const at::Tensor out = at::grid_sampler(volume.data.to(at::kFloat), grid.contiguous(),
+                                          labels ? /*nearest*/ 1 : /*bilinear*/ 0,
+                                          /*zeros*/ 0, /*align_corners=*/true);
+  return labels ? out.round().to(at::kInt) : out;
 }
 
 at::Tensor normalize_intensity(const at::Tensor& data, double lower_percent, double upper_percent) {

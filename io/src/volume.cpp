@@ -13,9 +13,14 @@
 #include <itkMetaImageIOFactory.h>
 #include <itkNiftiImageIOFactory.h>
 #include <itkNrrdImageIOFactory.h>
+#include <itkHDF5TransformIOFactory.h>
+#include <itkMatlabTransformIOFactory.h>
+#include <itkTransformFactoryBase.h>
+#include <itkTxtTransformIOFactory.h>
 
 #include "itk_bridge.h"
 
+#include <atomic>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
@@ -33,6 +38,10 @@ void register_formats() {
     itk::MetaImageIOFactory::RegisterOneFactory();
     itk::NrrdImageIOFactory::RegisterOneFactory();
     itk::GDCMImageIOFactory::RegisterOneFactory();
+    itk::TxtTransformIOFactory::RegisterOneFactory();
+    itk::HDF5TransformIOFactory::RegisterOneFactory();
+    itk::MatlabTransformIOFactory::RegisterOneFactory();
+    itk::TransformFactoryBase::RegisterDefaultTransforms();
   });
 }
 
@@ -42,6 +51,49 @@ void check_output_path(const std::string& path) {
   if (::access(parent.empty() ? "." : parent.c_str(), W_OK) != 0) {
     fail(path, "output folder is not writable");
   }
+}
+
+namespace {
+
+fs::path temporary_for(const fs::path& target) {
+  static std::atomic<int> counter{0};
+  return target.parent_path() / (".autoreg-tmp-" + std::to_string(::getpid()) + "-" +
+                                 std::to_string(counter++) + "-" + target.filename().string());
+}
+
+}  // namespace
+
+void write_atomically(const std::string& path,
+                      const std::function<void(const std::string&)>& write) {
+  check_output_path(path);
+  const fs::path target(path);
+  const bool metaimage_pair = target.extension() == ".mhd";
+  const fs::path tmp_dir = metaimage_pair ? temporary_for(target) : fs::path();
+  const fs::path tmp = metaimage_pair ? tmp_dir / target.filename() : temporary_for(target);
+  const fs::path cleanup = metaimage_pair ? tmp_dir : tmp;
+  std::error_code ec;
+  try {
+    if (metaimage_pair) fs::create_directory(tmp_dir);
+    write(tmp.string());
+    if (metaimage_pair) {
+      for (const auto& entry : fs::directory_iterator(tmp_dir)) {
+        if (entry.path() != tmp) {
+          fs::rename(entry.path(), target.parent_path() / entry.path().filename());
+        }
+      }
+    }
+    fs::rename(tmp, target);
+  } catch (const itk::ExceptionObject& e) {
+    fs::remove_all(cleanup, ec);
+    fail(path, std::string("cannot write: ") + e.GetDescription());
+  } catch (const fs::filesystem_error& e) {
+    fs::remove_all(cleanup, ec);
+    fail(path, std::string("cannot write: ") + e.what());
+  } catch (...) {
+    fs::remove_all(cleanup, ec);
+    throw;
+  }
+  if (metaimage_pair) fs::remove_all(tmp_dir, ec);
 }
 
 itk::ImageIOBase::Pointer check_header(const std::string& path, unsigned components) {
@@ -144,6 +196,8 @@ void check_readable(const std::string& path) {
 }
 
 }  // namespace
+
+void check_output(const std::string& path) { detail::check_output_path(path); }
 
 Geometry read_geometry(const std::string& path) {
   check_readable(path);

@@ -5,6 +5,7 @@
 #include <torch/optim/adam.h>
 
 #include "autoreg/ops.h"
+#include "autoreg/registration/similarity.h"
 
 namespace autoreg::registration {
 namespace {
@@ -41,31 +42,13 @@ at::Tensor smoothness(const at::Tensor& v) {
 
 }  // namespace
 
-at::Tensor local_ncc(const at::Tensor& a, const at::Tensor& b, int64_t window) {
-  const int64_t pad = window / 2;
-  // The box mean as three 1-D means (3·w instead of w³ operations per voxel). With
-  // count_include_pad off each 1-D mean divides by its clipped length, and the product
-  // of clipped lengths is the clipped box's size, so this equals the 3-D clipped mean.
-  auto mean = [&](at::Tensor t) {
-    t = at::avg_pool3d(t, {window, 1, 1}, {1, 1, 1}, {pad, 0, 0}, false, false);
-    t = at::avg_pool3d(t, {1, window, 1}, {1, 1, 1}, {0, pad, 0}, false, false);
-    return at::avg_pool3d(t, {1, 1, window}, {1, 1, 1}, {0, 0, pad}, false, false);
-  };
-  const at::Tensor ma = mean(a), mb = mean(b);
-  const at::Tensor cov = mean(a * b) - ma * mb;
-  const at::Tensor va = (mean(a * a) - ma * ma).clamp_min(0);
-  const at::Tensor vb = (mean(b * b) - mb * mb).clamp_min(0);
-  return (cov * cov / (va * vb + 1e-5)).mean();
-}
-
 at::Tensor fit_displacement(const at::Tensor& fixed, const at::Tensor& moving,
                             const InstanceOptions& o) {
   TORCH_CHECK(fixed.dim() == 5 && fixed.size(0) == 1 && fixed.size(1) == 1 &&
                   fixed.sizes() == moving.sizes(),
               "fit_displacement: fixed and moving must be 1×1×D×H×W of one size, got ",
               fixed.sizes(), " and ", moving.sizes());
-  TORCH_CHECK(o.similarity == "ncc" || o.similarity == "mse",
-              "fit_displacement: similarity must be 'ncc' or 'mse', got '", o.similarity, "'");
+  check_similarity(o.similarity);
   TORCH_CHECK(o.iterations.size() == 2, "fit_displacement: iterations needs 2 levels (1/4, 1/2)");
   at::manual_seed(o.seed);
   const at::Tensor f = fixed.to(at::kFloat), m = moving.to(at::kFloat);
@@ -82,9 +65,8 @@ at::Tensor fit_displacement(const at::Tensor& fixed, const at::Tensor& moving,
       const at::Tensor v = resize_field(velocity, fl.sizes().slice(2));
       const at::Tensor u = ops::integrate(v, o.integration_steps);
       const at::Tensor warped = ops::warp(ml, u, ops::Interpolation::Linear, ops::Padding::Border);
-      const at::Tensor similarity = o.similarity == "ncc" ? 1 - local_ncc(fl, warped, windows[level])
-                                                          : (fl - warped).pow(2).mean();
-      const at::Tensor loss = similarity + o.regularization * smoothness(velocity);
+      const at::Tensor loss = similarity_loss(o.similarity, fl, warped, windows[level]) +
+                              o.regularization * smoothness(velocity);
       loss.backward();
       adam.step();
       if (o.progress) o.progress(level, it, loss.item<double>());

@@ -1,62 +1,9 @@
 // The `autoreg` command line, run as a user runs it: outputs, exit codes, messages.
-#include <gtest/gtest.h>
-
-#include <ATen/ATen.h>
-
-#include <array>
-#include <cstdio>
-#include <filesystem>
-#include <string>
-
-#include "autoreg/io/field.h"
-#include "autoreg/io/volume.h"
 #include "autoreg/ops.h"
+#include "cli.h"
 
 namespace autoreg::test {
 namespace {
-
-namespace fs = std::filesystem;
-
-struct Result {
-  int code;
-  std::string output;  // stdout and stderr
-};
-
-Result run(const std::string& args) {
-  const std::string cmd = std::string(AUTOREG_BIN) + " " + args + " 2>&1";
-  Result r{-1, ""};
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  std::array<char, 512> buf{};
-  while (pipe && std::fgets(buf.data(), buf.size(), pipe)) r.output += buf.data();
-  const int status = pipe ? ::pclose(pipe) : -1;
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
-
-class Cli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("autoreg-cli-" + std::to_string(::getpid()) + "-" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-    grid_.size = {12, 10, 8};
-    grid_.spacing = {1.2, 0.9, 2.0};
-    grid_.origin = {-5, 3, 1};
-    grid_.direction = {0, -1, 0, 1, 0, 0, 0, 0, 1};  // rotated 90° about z
-    at::manual_seed(7);
-    moving_ = at::rand({1, 1, 8, 10, 12});
-    const at::Tensor coarse = (at::rand({1, 3, 3, 3, 3}, at::kDouble) * 2 - 1) * 2;
-    field_ = at::upsample_trilinear3d(coarse, {8, 10, 12}, true).to(at::kFloat);
-    io::write_volume(path("moving.nii.gz"), {moving_, grid_});
-    io::write_volume(path("labels.nii.gz"), {(moving_ * 5).floor().to(at::kInt) * 10, grid_});
-    io::write_displacement_field(path("field.nii.gz"), field_, grid_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string path(const std::string& n) const { return (dir_ / n).string(); }
-  fs::path dir_;
-  io::Geometry grid_;
-  at::Tensor moving_, field_;
-};
 
 TEST_F(Cli, ApplyWarpsLikeTheOperator) {
   const Result r = run("apply --field " + path("field.nii.gz") + " --moving " + path("moving.nii.gz") +
@@ -137,44 +84,3 @@ TEST_F(Cli, EvaluateReportsDiceHd95AndFolding) {
 }  // namespace
 }  // namespace autoreg::test
 
-namespace autoreg::test {
-namespace {
-
-TEST_F(Cli, RegisterAlignsASyntheticPair) {
-  // Fixed: smooth blobs; moving: the same pulled through a known smooth deformation.
-  at::manual_seed(9);
-  const at::Tensor fixed = at::upsample_trilinear3d(at::rand({1, 1, 4, 4, 4}), {16, 20, 24}, true);
-  const at::Tensor v = at::upsample_trilinear3d((at::rand({1, 3, 3, 3, 3}) * 2 - 1) * 1.5, {16, 20, 24}, true);
-  const at::Tensor moving = ops::warp(fixed, ops::integrate(-v, 7), ops::Interpolation::Linear,
-                                      ops::Padding::Border);
-  io::Geometry g;
-  g.size = {24, 20, 16};
-  io::write_volume(path("f.nii.gz"), {fixed, g});
-  io::write_volume(path("m.nii.gz"), {moving, g});
-  io::write_volume(path("ml.nii.gz"), {(moving * 4).floor().to(at::kInt), g});
-  const Result r = run("register --json --similarity mse --regularization 0.05 --iterations 40,40 --fixed " +
-                       path("f.nii.gz") + " --moving " + path("m.nii.gz") + " --out-warped " +
-                       path("w.nii.gz") + " --out-field " + path("d.nii.gz") + " --moving-labels " +
-                       path("ml.nii.gz") + " --out-labels " + path("wl.nii.gz"));
-  ASSERT_EQ(r.code, 0) << r.output;
-  EXPECT_NE(r.output.find("non_positive_jacobian_percent"), std::string::npos) << r.output;
-  const at::Tensor warped = io::read_volume(path("w.nii.gz")).data;
-  // Away from the faces, where the output reads zero outside the moving volume.
-  const auto inner = [](const at::Tensor& t) { return t.narrow(2, 3, 10).narrow(3, 3, 14).narrow(4, 3, 18); };
-  const double before = inner(fixed - moving).pow(2).mean().item<double>();
-  const double after = inner(fixed - warped).pow(2).mean().item<double>();
-  EXPECT_LT(after, 0.5 * before);
-  EXPECT_TRUE(fs::exists(path("d.nii.gz")));
-  EXPECT_TRUE(fs::exists(path("wl.nii.gz")));
-  // Options that go together, and outputs that are inputs.
-  EXPECT_EQ(run("register --fixed " + path("f.nii.gz") + " --moving " + path("m.nii.gz") +
-                " --out-warped " + path("w2.nii.gz") + " --out-field " + path("d2.nii.gz") +
-                " --moving-labels " + path("ml.nii.gz")).code, 1);
-  EXPECT_EQ(run("register --fixed " + path("f.nii.gz") + " --moving " + path("m.nii.gz") +
-                " --out-warped " + path("m.nii.gz") + " --out-field " + path("d2.nii.gz")).code, 1);
-  EXPECT_EQ(run("register --similarity mind --fixed " + path("f.nii.gz") + " --moving " + path("m.nii.gz") +
-                " --out-warped " + path("w2.nii.gz") + " --out-field " + path("d2.nii.gz")).code, 1);
-}
-
-}  // namespace
-}  // namespace autoreg::test

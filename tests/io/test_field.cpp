@@ -9,11 +9,13 @@
 #include <itkImageFileReader.h>
 #include <itkLinearInterpolateImageFunction.h>
 #include <itkResampleImageFilter.h>
+#include <itkTransformFileReader.h>
 
 #include <cmath>
 #include <filesystem>
 
 #include "autoreg/io/field.h"
+#include "autoreg/io/grid.h"
 #include "autoreg/ops.h"
 
 namespace autoreg::test {
@@ -62,7 +64,7 @@ TEST(Field, RoundTripThroughFiles) {
   at::manual_seed(3);
   const Geometry g = oblique({9, 8, 7});
   const at::Tensor u = smooth(g.size, 3, 3.0);
-  for (const std::string ext : {".nii.gz", ".mha"}) {
+  for (const std::string ext : {".nii.gz", ".mha", ".h5"}) {
     const std::string file = temp_path("roundtrip" + ext);
     io::write_displacement_field(file, u, g);
     Geometry back_grid;
@@ -74,25 +76,42 @@ TEST(Field, RoundTripThroughFiles) {
   }
 }
 
-TEST(Field, ItkResampleWithTheWrittenFieldMatchesWarp) {
+// The field file as ITK reads it: a vector image, or a transform file's transform.
+itk::DisplacementFieldTransform<double, 3>::Pointer itk_transform(const std::string& file) {
+  using Field = itk::Image<itk::Vector<double, 3>, 3>;
+  if (fs::path(file).extension() != ".h5") {
+    auto transform = itk::DisplacementFieldTransform<double, 3>::New();
+    transform->SetDisplacementField(itk::ReadImage<Field>(file));
+    return transform;
+  }
+  auto reader = itk::TransformFileReaderTemplate<double>::New();
+  reader->SetFileName(file);
+  reader->Update();
+  auto* t = dynamic_cast<itk::DisplacementFieldTransform<double, 3>*>(
+      reader->GetTransformList()->front().GetPointer());
+  EXPECT_NE(t, nullptr) << file << " holds " << reader->GetTransformList()->front()->GetNameOfClass();
+  return t;
+}
+
+class FieldInterop : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(FieldInterop, ItkResampleWithTheWrittenFieldMatchesWarp) {
   at::manual_seed(4);
   const Geometry g = oblique({20, 18, 16});
   const at::Tensor moving = smooth(g.size, 1, 100.0);
   const at::Tensor u = smooth(g.size, 3, 2.5);
   const at::Tensor ours = ops::warp(moving, u, ops::Interpolation::Linear, ops::Padding::Zeros);
 
-  const std::string image_file = temp_path("moving.nii.gz"), field_file = temp_path("field.nii.gz");
+  const std::string image_file = temp_path("moving.nii.gz"), field_file = temp_path("field" + GetParam());
   io::write_volume(image_file, {moving, g});
   io::write_displacement_field(field_file, u, g);
 
   using Image = itk::Image<float, 3>;
-  using Field = itk::Image<itk::Vector<double, 3>, 3>;
   const Image::Pointer itk_moving = itk::ReadImage<Image>(image_file);
-  const Field::Pointer itk_field = itk::ReadImage<Field>(field_file);
+  const auto transform = itk_transform(field_file);
   fs::remove(image_file);
   fs::remove(field_file);
-  auto transform = itk::DisplacementFieldTransform<double, 3>::New();
-  transform->SetDisplacementField(itk_field);
+  ASSERT_TRUE(transform);
   auto resample = itk::ResampleImageFilter<Image, Image, double>::New();
   resample->SetInput(itk_moving);
   resample->SetTransform(transform);
@@ -118,7 +137,13 @@ TEST(Field, ItkResampleWithTheWrittenFieldMatchesWarp) {
   const double range = (moving.max() - moving.min()).item<double>();
   const double diff = (ours - theirs).abs().masked_select(inside).max().item<double>();
   EXPECT_LT(diff, 1e-3 * range);
+  // io::sample_at through the same map (how register and apply write their outputs).
+  const at::Tensor sampled = io::sample_at({moving, g}, io::physical_points(g) + io::voxel_to_physical(u, g));
+  EXPECT_LT((sampled - theirs).abs().masked_select(inside).max().item<double>(), 1e-3 * range);
 }
+
+INSTANTIATE_TEST_SUITE_P(Formats, FieldInterop, ::testing::Values(".nii.gz", ".h5"),
+                         [](const auto& info) { return info.param == ".h5" ? "h5" : "nifti"; });
 
 }  // namespace
 }  // namespace autoreg::test

@@ -84,5 +84,27 @@ TEST(Normalize, PercentilesMapToZeroAndOne) {
   EXPECT_EQ(io::normalize_intensity(at::full({1, 1, 2, 2, 2}, 5.0)).abs().max().item<float>(), 0.0f);
 }
 
+TEST(Orientation, CodeSetsDirectionsAndKeepsTheCentre) {
+  Geometry g;
+  g.size = {10, 20, 30};
+  g.spacing = {1, 2, 3};
+  g.origin = {5, -7, 11};
+  const auto centre = [](const Geometry& x) { return physical(x, 4.5, 9.5, 14.5); };
+  const Geometry lia = io::with_orientation(g, "LIA");
+  // LPS frame: i towards Left = +x, j towards Inferior = −z, k towards Anterior = −y.
+  const std::array<double, 9> want = {1, 0, 0, 0, 0, -1, 0, -1, 0};
+  for (int i = 0; i < 9; ++i) EXPECT_EQ(lia.direction[i], want[i]) << i;
+  for (int r = 0; r < 3; ++r) EXPECT_NEAR(centre(lia)[r], centre(g)[r], 1e-9);
+  EXPECT_EQ(lia.spacing, g.spacing);
+  // RAS in LPS terms: x and y flipped.
+  const Geometry ras = io::with_orientation(g, "ras");
+  EXPECT_EQ(ras.direction[0], -1);
+  EXPECT_EQ(ras.direction[4], -1);
+  EXPECT_EQ(ras.direction[8], 1);
+  for (const char* bad : {"LI", "LIX", "LLA", "RAIS"}) {
+    EXPECT_THROW(io::with_orientation(g, bad), std::invalid_argument) << bad;
+  }
+}
+
 }  // namespace
 }  // namespace autoreg::test

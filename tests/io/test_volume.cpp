@@ -147,6 +147,14 @@ TEST_F(IoTest, BadInputsNameTheFile) {
   image2d->Allocate(true);
   itk::WriteImage(image2d, path("flat.mha"));
   expect_error([&] { io::read_volume(path("flat.mha")); }, path("flat.mha"), "2-D");
+  // A 4-D image (a time series).
+  auto image4d = itk::Image<float, 4>::New();
+  itk::Image<float, 4>::RegionType region4;
+  for (unsigned d = 0; d < 4; ++d) region4.SetSize(d, 3);
+  image4d->SetRegions(region4);
+  image4d->Allocate(true);
+  itk::WriteImage(image4d, path("series.nii.gz"));
+  expect_error([&] { io::read_volume(path("series.nii.gz")); }, path("series.nii.gz"), "4-D");
   // Non-finite voxels.
   at::Tensor nan = at::zeros({1, 1, 2, 2, 2});
   nan[0][0][1][1][1] = std::nan("");

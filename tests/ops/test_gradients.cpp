@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/Parallel.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/autograd.h>
@@ -84,12 +85,29 @@ INSTANTIATE_TEST_SUITE_P(Padding, WarpGradient, ::testing::Values(Padding::Zeros
                          [](const auto& info) { return std::string(name(info.param)); });
 
 TEST(WarpGradient, OnlyTheRequestedGradients) {
-  // The displacement alone (the usual registration case) and the image alone.
+  // The registered backward computes what its output mask asks for, and nothing else:
+  // the displacement alone (the usual registration case), the image alone, both.
   const at::Tensor image = at::randn({1, 1, 4, 5, 6}, at::kDouble);
-  const at::Tensor disp = at::rand({1, 3, 4, 5, 6}, at::kDouble).requires_grad_();
-  ops::warp(image, disp).sum().backward();
-  EXPECT_TRUE(disp.grad().defined());
-  EXPECT_FALSE(image.grad().defined());
+  const at::Tensor disp = at::rand({1, 3, 4, 5, 6}, at::kDouble);
+  const at::Tensor grad = at::randn({1, 1, 4, 5, 6}, at::kDouble);
+  static auto op = c10::Dispatcher::singleton()
+                       .findSchemaOrThrow("autoreg::_warp_backward", "")
+                       .typed<std::tuple<at::Tensor, at::Tensor>(
+                           const at::Tensor&, const at::Tensor&, const at::Tensor&,
+                           c10::string_view, c10::string_view, std::array<bool, 2>)>();
+  const auto [gi_both, gd_both] = op.call(grad, image, disp, "linear", "zeros", {true, true});
+  const auto [gi_d, gd_d] = op.call(grad, image, disp, "linear", "zeros", {false, true});
+  EXPECT_FALSE(gi_d.defined());
+  ASSERT_TRUE(gd_d.defined());
+  EXPECT_TRUE(at::allclose(gd_d, gd_both, 0, 0));
+  const auto [gi_i, gd_i] = op.call(grad, image, disp, "linear", "zeros", {true, false});
+  ASSERT_TRUE(gi_i.defined());
+  EXPECT_FALSE(gd_i.defined());
+  EXPECT_TRUE(at::allclose(gi_i, gi_both, 0, 0));
+  // Through autograd: a constant image gets no gradient.
+  const at::Tensor d = disp.clone().requires_grad_();
+  ops::warp(image, d).sum().backward();
+  EXPECT_TRUE(d.grad().defined());
 }
 
 TEST(ComposeGradient, MatchesFiniteDifferences) {

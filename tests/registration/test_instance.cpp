@@ -12,15 +12,6 @@ namespace {
 
 namespace reg = autoreg::registration;
 
-TEST(LocalNcc, IsOneForIdenticalAndAffinelyRelatedImages) {
-  at::manual_seed(1);
-  const at::Tensor a = at::rand({1, 1, 12, 12, 12});
-  // Up to the 1e-5 that keeps flat windows finite (variance² of uniform noise ≈ 0.007).
-  EXPECT_NEAR(reg::local_ncc(a, a, 5).item<double>(), 1.0, 5e-3);
-  EXPECT_NEAR(reg::local_ncc(a, a * 3 + 1, 5).item<double>(), 1.0, 5e-3);
-  EXPECT_LT(reg::local_ncc(a, at::rand({1, 1, 12, 12, 12}), 5).item<double>(), 0.3);
-}
-
 TEST(FitDisplacement, RecoversAKnownSmoothDeformation) {
   at::manual_seed(2);
   const int64_t S = 32;

@@ -23,10 +23,13 @@ at::Tensor physical_to_voxel(const at::Tensor& physical, const Geometry& grid);
 
 // Writes a voxel displacement field as an ITK vector image (float32 vectors, LPS mm)
 // on `grid`, atomically; any format ITK writes vector images in (.nii.gz, .mha, ...).
+// A path ending in .h5 (or .hdf5) gets an ITK transform file holding an
+// itk::DisplacementFieldTransform<double, 3> instead (float64 vectors).
 void write_displacement_field(const std::string& path, const at::Tensor& voxels,
                               const Geometry& grid);
 
-// Reads an ITK/ANTs displacement field; returns it in voxels of its own grid, whose
+// Reads an ITK/ANTs displacement field (a vector image, or a DisplacementFieldTransform
+// in an .h5 transform file); returns it in voxels of its own grid, whose
 // geometry is stored in *grid when given.
 at::Tensor read_displacement_field(const std::string& path, Geometry* grid = nullptr);
 

@@ -4,6 +4,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <string>
+
 #include "autoreg/io/volume.h"
 
 namespace autoreg::io {
@@ -21,6 +23,28 @@ enum class Resampling {
 // physical point (identity mapping in LPS millimetres); points outside read 0. A volume
 // already on that grid is returned as it is.
 Volume resample(const Volume& volume, const Geometry& reference, Resampling how);
+
+// The 4×4 float64 matrix taking a homogeneous voxel index (i, j, k, 1) to physical
+// LPS millimetres: [Direction · diag(spacing) | origin].
+at::Tensor index_to_world(const Geometry& grid);
+
+// The physical position (LPS mm) of every voxel of `grid`: 1×3×D×H×W float32,
+// channels x, y, z.
+at::Tensor physical_points(const Geometry& grid);
+
+// The volume's values at arbitrary physical points (1×3×D×H×W, LPS mm, e.g. x + d(x)
+// for a displacement field d on the fixed grid), in one interpolation: trilinear for
+// intensities (float32), nearest neighbour for label maps (int32). Points outside the
+// volume read 0. Returns 1×1×D×H×W of the volume's dtype.
+at::Tensor sample_at(const Volume& volume, const at::Tensor& points);
+
+// The geometry with the directions of its axes replaced by an orientation code: three
+// letters from R/L, A/P, S/I, one per axis, naming where each voxel axis points to (as
+// FreeSurfer's mri_convert --in_orientation and nibabel do: "LIA" = i towards Left,
+// j towards Inferior, k towards Anterior). The physical centre of the volume stays where
+// it was. For headers that are wrong about orientation. Throws std::invalid_argument
+// for a malformed code.
+Geometry with_orientation(const Geometry& grid, const std::string& code);
 
 // Robust intensity normalisation: the `lower` and `upper` percentiles of the voxel
 // values map to 0 and 1, and values beyond are clipped. Defaults ignore outliers

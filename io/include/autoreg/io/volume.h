@@ -48,6 +48,10 @@ Volume read_volume(const std::string& path, PixelKind kind = PixelKind::Intensit
 // for a DICOM series).
 Geometry read_geometry(const std::string& path);
 
+// Throws IoError unless `path` can be written: its folder exists and is writable. For
+// commands to check every output before long work.
+void check_output(const std::string& path);
+
 // Writes data (float32 or int32, 1×1×D×H×W, D×H×W matching the geometry's size) in the
 // format the extension names, through a temporary file renamed into place.
 void write_volume(const std::string& path, const Volume& volume);

@@ -17,7 +17,7 @@
 namespace autoreg::registration {
 
 struct InstanceOptions {
-  std::string similarity = "ncc";            // "ncc" (local, window 9/7/5) or "mse"
+  std::string similarity = "ncc";            // "ncc" (local, windows 5 and 7), "mse" or "mind"
   double regularization = 1.0;               // λ on the mean squared velocity gradient
   std::vector<int64_t> iterations = {100, 25};  // per level: 1/4, then 1/2 resolution
   double learning_rate = 0.1;                // Adam, in half-resolution voxels per step
@@ -31,9 +31,5 @@ struct InstanceOptions {
 // one grid, intensities normalised to about [0, 1]. Returns u, 1×3×D×H×W in voxels.
 at::Tensor fit_displacement(const at::Tensor& fixed, const at::Tensor& moving,
                             const InstanceOptions& options = {});
-
-// Local normalised cross-correlation (mean over voxels, in [0, 1]; 1 = identical up
-// to local affine intensity changes) with a cubic window of `window` voxels.
-at::Tensor local_ncc(const at::Tensor& a, const at::Tensor& b, int64_t window);
 
 }  // namespace autoreg::registration

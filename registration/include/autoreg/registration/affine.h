@@ -1,0 +1,47 @@
+// Affine pre-alignment of two volumes in physical space, before the deformable step.
+//
+// Works on any grids: each volume comes with its index-to-world matrix (voxel index
+// (i, j, k) of tensor element [k][j][i] → world millimetres), so volumes in native
+// scanner space, in any orientation and resolution, are aligned without resampling them
+// first. Initialisation by image moments (centre of mass; principal axes as candidate
+// rotations, kept only when they match better than the headers' own orientation), then
+// multi-resolution optimisation of the 12 affine parameters by Adam on a similarity
+// loss (global NCC, MSE or MIND-SSC) at random points, through grid sampling's autograd.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace autoreg::registration {
+
+struct AffineOptions {
+  std::string similarity = "ncc";                // see similarity.h
+  std::vector<double> level_spacing = {4.0, 2.0};  // mm per voxel of each pyramid level
+  std::vector<int64_t> iterations = {150, 100};  // Adam steps per level
+  double learning_rate = 1.0;                    // mm per step at the coarsest level
+  bool principal_axes = true;                    // also try principal-axes rotations
+  int64_t candidate_iterations = 30;             // steps a candidate start gets before choosing
+  int64_t samples = 20000;                       // random fixed points compared per step
+  uint64_t seed = 0;                             // of the point sampling
+  // Called after every step: level (0-based), step, loss.
+  std::function<void(int, int64_t, double)> progress;
+};
+
+// 4×4 float64 matrix A (world → world) such that moving(A·x) ≈ fixed(x) for world points
+// x of the fixed volume. fixed, moving: 1×1×D×H×W, intensities normalised to about
+// [0, 1]; *_index_to_world: 4×4 float64 (homogeneous index (i, j, k, 1) → world).
+at::Tensor fit_affine(const at::Tensor& fixed, const at::Tensor& fixed_index_to_world,
+                      const at::Tensor& moving, const at::Tensor& moving_index_to_world,
+                      const AffineOptions& options = {});
+
+// The moments initialisation alone: maps the fixed image's centre of mass onto the
+// moving one's, scaled about it by the isotropic factor that equalises the volumes of
+// the two mass distributions (no rotation).
+at::Tensor moments_affine(const at::Tensor& fixed, const at::Tensor& fixed_index_to_world,
+                          const at::Tensor& moving, const at::Tensor& moving_index_to_world);
+
+}  // namespace autoreg::registration

@@ -1,0 +1,35 @@
+// Image similarity terms for registration: higher-is-better scores turned into losses
+// (lower is better) by one function, so instance optimisation, affine alignment and
+// (later) training share them.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <string>
+
+namespace autoreg::registration {
+
+// Local normalised cross-correlation (mean over voxels, in [0, 1]; 1 = identical up
+// to local affine intensity changes) with a cubic window of `window` voxels.
+at::Tensor local_ncc(const at::Tensor& a, const at::Tensor& b, int64_t window);
+
+// MIND-SSC descriptors (Heinrich et al., MICCAI 2013): for each voxel, 12 channels
+// exp(−D/V) of the patch distances D between the pairs of its six-neighbourhood that
+// are √2·dilation apart, patches of (2·radius+1)³ voxels, V the mean distance (clamped).
+// Modality independent: a T1 and a T2 of one anatomy have similar descriptors.
+// image: N×1×D×H×W → N×12×D×H×W.
+at::Tensor mind_ssc(const at::Tensor& image, int64_t radius = 2, int64_t dilation = 2);
+
+// A similarity loss between a fixed image and a warped moving one, 1×1×D×H×W each:
+//   "ncc":  1 − local_ncc(fixed, warped, window)
+//   "mse":  mean squared difference (intensities normalised to [0, 1])
+//   "mind": mean squared difference of MIND-SSC descriptors
+// `window` is the NCC window (odd; ignored by the others).
+at::Tensor similarity_loss(const std::string& kind, const at::Tensor& fixed,
+                           const at::Tensor& warped, int64_t window = 7);
+
+// Throws std::invalid_argument naming `kind` unless it is one of the above.
+void check_similarity(const std::string& kind);
+
+}  // namespace autoreg::registration

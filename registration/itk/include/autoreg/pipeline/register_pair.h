@@ -1,0 +1,44 @@
+// Registering two volumes on their own grids: intensity normalisation, affine
+// pre-alignment in physical space, then instance optimisation of a diffeomorphic field
+// on the fixed grid, composed into one map. What `autoreg register` runs, and (next)
+// the ITK filter, so that both give the same result.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "autoreg/io/volume.h"
+#include "autoreg/registration/affine.h"
+#include "autoreg/registration/instance.h"
+
+namespace autoreg::pipeline {
+
+enum class Stages { AffineAndDeformable, AffineOnly, DeformableOnly };
+
+struct PairOptions {
+  Stages stages = Stages::AffineAndDeformable;
+  registration::AffineOptions affine;
+  registration::InstanceOptions deformable;
+  std::string device = "cpu";  // "cpu" or "cuda"
+  bool crop = true;             // fit the field only around the images' foreground
+};
+
+struct PairResult {
+  at::Tensor affine;        // 4×4 float64, fixed → moving physical points (identity without it)
+  at::Tensor deformation;   // 1×3×D×H×W, voxels of the fixed grid: the deformable part
+  at::Tensor points;        // 1×3×D×H×W float32, LPS mm: where each fixed voxel samples the
+                            // moving volume, A·(x + u(x)) (affine after deformation)
+  at::Tensor displacement;  // 1×3×D×H×W float32, voxels of the fixed grid: the whole map
+                            // x ↦ points(x) as a displacement, what is written to disk
+  std::vector<std::pair<std::string, double>> seconds;  // wall time of each stage
+};
+
+// Registers `moving` to `fixed` (any grids, any orientation). Volumes: float32
+// intensities, as read by io::read_volume. Throws c10::Error / std::runtime_error.
+PairResult register_pair(const io::Volume& fixed, const io::Volume& moving,
+                         const PairOptions& options = {});
+
+}  // namespace autoreg::pipeline

@@ -1,0 +1,271 @@
+#include "autoreg/registration/affine.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/optim/adam.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+
+#include "autoreg/registration/similarity.h"
+
+namespace autoreg::registration {
+namespace {
+
+// One pyramid level of a volume: the image block-averaged to about `spacing` mm, and
+// its index-to-world matrix (block centre (f−1)/2 in the original indices).
+struct Level {
+  at::Tensor image;           // 1×1×D×H×W float32
+  at::Tensor index_to_world;  // 4×4 float64
+};
+
+Level pyramid_level(const at::Tensor& image, const at::Tensor& index_to_world, double spacing) {
+  std::array<int64_t, 3> f{};  // along i, j, k
+  at::Tensor block = at::eye(4, at::kDouble);
+  for (int a = 0; a < 3; ++a) {
+    const double s = index_to_world.slice(0, 0, 3).select(1, a).norm().item<double>();
+    const int64_t n = image.size(4 - a);
+    f[a] = std::clamp<int64_t>(std::llround(spacing / s), 1, std::max<int64_t>(1, n));
+    block[a][a] = double(f[a]);
+    block[a][3] = (f[a] - 1) / 2.0;
+  }
+  at::Tensor pooled = image;
+  if (f[0] * f[1] * f[2] > 1) {
+    pooled = at::avg_pool3d(image, {f[2], f[1], f[0]}, {f[2], f[1], f[0]}, {0, 0, 0},
+                            /*ceil_mode=*/false, /*count_include_pad=*/false);
+  }
+  return {pooled.contiguous(), index_to_world.matmul(block)};
+}
+
+// World coordinates of every voxel of `image` (N×3 float64, rows in memory order).
+at::Tensor world_points(const at::Tensor& image, const at::Tensor& index_to_world) {
+  const auto opts = at::TensorOptions().dtype(at::kDouble);
+  const auto grids = at::meshgrid({at::arange(image.size(2), opts), at::arange(image.size(3), opts),
+                                   at::arange(image.size(4), opts)},
+                                  "ij");
+  const at::Tensor ijk = at::stack({grids[2].flatten(), grids[1].flatten(), grids[0].flatten()}, 1);
+  return ijk.matmul(index_to_world.slice(0, 0, 3).slice(1, 0, 3).t()) +
+         index_to_world.slice(0, 0, 3).select(1, 3);
+}
+
+struct Moments {
+  at::Tensor centre;      // 3, float64
+  at::Tensor covariance;  // 3×3, float64
+};
+
+Moments moments(const Level& level) {
+  const at::Tensor w = level.image.to(at::kDouble).cpu().flatten().clamp_min(0);
+  const double mass = w.sum().item<double>();
+  TORCH_CHECK(mass > 0, "affine alignment: an image has no positive intensity");
+  const at::Tensor x = world_points(level.image, level.index_to_world);
+  const at::Tensor centre = (x * w.unsqueeze(1)).sum(0) / mass;
+  const at::Tensor xc = x - centre;
+  const at::Tensor covariance = xc.t().matmul(xc * w.unsqueeze(1)) / mass;
+  return {centre, covariance};
+}
+
+// The isotropic scale that equalises the volumes of two mass distributions.
+double volume_scale(const Moments& fixed, const Moments& moving) {
+  return std::pow(at::det(moving.covariance).item<double>() /
+                      std::max(1e-12, at::det(fixed.covariance).item<double>()),
+                  1.0 / 6.0);
+}
+
+// The affine y = M·(x − c_f) + c_f + t as a 4×4 matrix.
+at::Tensor to_matrix(const at::Tensor& m, const at::Tensor& t, const at::Tensor& c_f) {
+  at::Tensor a = at::eye(4, at::kDouble);
+  a.slice(0, 0, 3).slice(1, 0, 3).copy_(m);
+  a.slice(0, 0, 3).select(1, 3).copy_(c_f + t - m.matmul(c_f));
+  return a;
+}
+
+// The features compared at each point: the image itself, or its MIND-SSC descriptors.
+at::Tensor features(const at::Tensor& image, const std::string& kind) {
+  return kind == "mind" ? mind_ssc(image) : image;
+}
+
+// The affine stage's loss between fixed and moving features at the same sample points
+// (C×n each). NCC is global here (1 − Pearson correlation): an affine has 12 parameters
+// to explain the whole image, and local windows over flat or empty regions add only noise.
+at::Tensor sample_loss(const std::string& kind, const at::Tensor& fixed, const at::Tensor& moving) {
+  if (kind != "ncc") return (fixed - moving).pow(2).mean();
+  const at::Tensor a = fixed - fixed.mean(), b = moving - moving.mean();
+  return 1 - (a * b).sum() / ((a * a).sum() * (b * b).sum() + 1e-12).sqrt();
+}
+
+// Optimises affine starts on the pyramid levels. Like elastix, each step compares the
+// images at a random subset of the fixed grid's points (a fresh one per step): the 12
+// parameters need far fewer points than a volume has, and a step costs the same at any
+// image size.
+class AffineFit {
+ public:
+  AffineFit(const std::vector<Level>& fixed, const std::vector<Level>& moving, at::Tensor c_f,
+            double radius, const AffineOptions& o)
+      : c_f_(std::move(c_f)), radius_(radius), o_(o),
+        generator_(at::make_generator<at::CPUGeneratorImpl>(o.seed)) {
+    for (size_t l = 0; l < fixed.size(); ++l) {
+      const at::Tensor& f = fixed[l].image;
+      const auto opts = at::TensorOptions().dtype(at::kFloat).device(f.device());
+      LevelData d;
+      // Fixed points centred on the fixed centre of mass (float32: sub-micron accuracy).
+      d.points = (world_points(f, fixed[l].index_to_world) - c_f_).to(opts);
+      d.fixed = features(f, o.similarity).flatten(2).squeeze(0);  // C×N
+      d.moving = features(moving[l].image, o.similarity);          // 1×C×D×H×W
+      const at::Tensor to_index = at::inverse(moving[l].index_to_world);
+      std::array<double, 3> norm{};
+      for (int a = 0; a < 3; ++a) norm[a] = 2.0 / std::max<int64_t>(1, moving[l].image.size(4 - a) - 1);
+      const at::Tensor scale = at::tensor({norm[0], norm[1], norm[2]}, at::kDouble).unsqueeze(1);
+      // world → grid_sampler's [-1, 1]: one affine map.
+      d.to_grid = (scale * to_index.slice(0, 0, 3).slice(1, 0, 3)).to(opts);
+      d.to_grid_offset = (scale.squeeze(1) * to_index.slice(0, 0, 3).select(1, 3) - 1).to(opts);
+      levels_.push_back(std::move(d));
+    }
+  }
+
+  // Runs `steps` steps at `level` from (m0, t0); returns the optimised (m, t) and the
+  // loss of the result on all the level's points.
+  std::tuple<at::Tensor, at::Tensor, double> run(int level, const at::Tensor& m0,
+                                                 const at::Tensor& t0, int64_t steps,
+                                                 bool report) {
+    const LevelData& d = levels_[level];
+    const auto opts = d.points.options();
+    const at::Tensor c_f = c_f_.to(opts);
+    // Parameters in millimetres: b moves a point at distance `radius` by ~|b| mm.
+    at::Tensor b = at::zeros({3, 3}, opts).requires_grad_();
+    at::Tensor tau = at::zeros({3}, opts).requires_grad_();
+    const at::Tensor m_start = m0.to(opts), t_start = t0.to(opts);
+    const double lr0 = o_.learning_rate / double(1 << level);
+    torch::optim::Adam adam({b, tau}, torch::optim::AdamOptions(lr0));
+    const int64_t n = d.points.size(0);
+    const int64_t samples = std::min<int64_t>(n, o_.samples);
+    const auto loss_at = [&](const at::Tensor& index) {
+      const at::Tensor x = index.defined() ? d.points.index_select(0, index) : d.points;
+      const at::Tensor y = x.matmul((m_start + b / radius_).t()) + c_f + t_start + tau;
+      const at::Tensor grid = (y.matmul(d.to_grid.t()) + d.to_grid_offset).view({1, 1, 1, -1, 3});
+      const at::Tensor moved = at::grid_sampler(d.moving, grid, /*bilinear*/ 0, /*zeros*/ 0, true)
+                                   .flatten(2)
+                                   .squeeze(0);  // C×n
+      const at::Tensor fixed = index.defined() ? d.fixed.index_select(1, index) : d.fixed;
+      return sample_loss(o_.similarity, fixed, moved);
+    };
+    {
+      c10::AutoGradMode enable_grad(true);
+      for (int64_t it = 0; it < steps; ++it) {
+        // Cosine decay to a tenth of the rate over the level.
+        const double lr = lr0 * (0.1 + 0.45 * (1 + std::cos(M_PI * double(it) / double(steps))));
+        static_cast<torch::optim::AdamOptions&>(adam.param_groups()[0].options()).lr(lr);
+        adam.zero_grad();
+        at::Tensor index;
+        if (samples < n) index = at::randint(n, {samples}, generator_, at::kLong).to(opts.device());
+        const at::Tensor loss = loss_at(index);
+        loss.backward();
+        adam.step();
+        if (report && o_.progress) o_.progress(level, it, loss.item<double>());
+      }
+    }
+    c10::AutoGradMode no_grad(false);
+    const double final_loss = loss_at(at::Tensor()).item<double>();
+    return {(m_start + b / radius_).to(at::kDouble).cpu(), (t_start + tau).to(at::kDouble).cpu(),
+            final_loss};
+  }
+
+ private:
+  struct LevelData {
+    at::Tensor points;          // N×3 fixed world points minus c_f
+    at::Tensor fixed;           // C×N fixed features at those points
+    at::Tensor moving;          // 1×C×D×H×W moving features
+    at::Tensor to_grid;         // 3×3: world → normalised sampling coordinates
+    at::Tensor to_grid_offset;  // 3
+  };
+  std::vector<LevelData> levels_;
+  at::Tensor c_f_;
+  double radius_;
+  const AffineOptions& o_;
+  at::Generator generator_;
+};
+
+std::vector<Level> pyramid(const at::Tensor& image, const at::Tensor& index_to_world,
+                           const std::vector<double>& spacing) {
+  std::vector<Level> levels;
+  for (double s : spacing) {
+    levels.push_back(pyramid_level(image.to(at::kFloat), index_to_world.cpu(), s));
+  }
+  return levels;
+}
+
+void check_inputs(const at::Tensor& image, const at::Tensor& index_to_world, const char* what) {
+  TORCH_CHECK(image.dim() == 5 && image.size(0) == 1 && image.size(1) == 1,
+              "fit_affine: ", what, " must be 1×1×D×H×W, got ", image.sizes());
+  TORCH_CHECK(index_to_world.sizes() == at::IntArrayRef({4, 4}),
+              "fit_affine: ", what, " index_to_world must be 4×4");
+}
+
+}  // namespace
+
+at::Tensor moments_affine(const at::Tensor& fixed, const at::Tensor& fixed_index_to_world,
+                          const at::Tensor& moving, const at::Tensor& moving_index_to_world) {
+  check_inputs(fixed, fixed_index_to_world, "fixed");
+  check_inputs(moving, moving_index_to_world, "moving");
+  c10::AutoGradMode no_grad(false);
+  const Moments mf = moments({fixed.to(at::kFloat), fixed_index_to_world.to(at::kDouble)});
+  const Moments mm = moments({moving.to(at::kFloat), moving_index_to_world.to(at::kDouble)});
+  return to_matrix(at::eye(3, at::kDouble) * volume_scale(mf, mm), mm.centre - mf.centre, mf.centre);
+}
+
+at::Tensor fit_affine(const at::Tensor& fixed, const at::Tensor& fixed_index_to_world,
+                      const at::Tensor& moving, const at::Tensor& moving_index_to_world,
+                      const AffineOptions& o) {
+  check_inputs(fixed, fixed_index_to_world, "fixed");
+  check_inputs(moving, moving_index_to_world, "moving");
+  check_similarity(o.similarity);
+  TORCH_CHECK(!o.level_spacing.empty() && o.level_spacing.size() == o.iterations.size(),
+              "fit_affine: one iteration count per pyramid level");
+  const std::vector<Level> f = pyramid(fixed, fixed_index_to_world.to(at::kDouble), o.level_spacing);
+  const std::vector<Level> m = pyramid(moving, moving_index_to_world.to(at::kDouble), o.level_spacing);
+
+  // Moments at the coarsest level.
+  c10::AutoGradMode no_grad(false);
+  const Moments mf = moments(f[0]), mm = moments(m[0]);
+  const double scale = volume_scale(mf, mm);
+  const double radius = std::sqrt(std::max(1.0, at::trace(mf.covariance).item<double>()));
+  const at::Tensor t0 = mm.centre - mf.centre;
+
+  // Candidate rotations: the headers' orientation, then principal axes matched with
+  // the four sign choices that make a rotation.
+  std::vector<at::Tensor> rotations = {at::eye(3, at::kDouble)};
+  if (o.principal_axes) {
+    const at::Tensor ef = std::get<1>(at::linalg_eigh(mf.covariance));
+    const at::Tensor em = std::get<1>(at::linalg_eigh(mm.covariance));
+    const double sign = at::det(ef).item<double>() * at::det(em).item<double>();
+    for (int flips = 0; flips < 8; ++flips) {
+      const double s0 = flips & 1 ? -1 : 1, s1 = flips & 2 ? -1 : 1, s2 = flips & 4 ? -1 : 1;
+      if (s0 * s1 * s2 * sign < 0) continue;
+      const at::Tensor s = at::diag(at::tensor({s0, s1, s2}, at::kDouble));
+      rotations.push_back(em.matmul(s).matmul(ef.t()));
+    }
+  }
+  AffineFit fit(f, m, mf.centre, radius, o);
+  at::Tensor best_m = rotations[0] * scale, best_t = t0;
+  if (rotations.size() > 1 && o.candidate_iterations > 0) {
+    double best = std::numeric_limits<double>::infinity();
+    for (const at::Tensor& r : rotations) {
+      auto [mr, tr, loss] = fit.run(0, r * scale, t0, o.candidate_iterations, false);
+      if (loss < best) {
+        best = loss;
+        best_m = mr;
+        best_t = tr;
+      }
+    }
+  }
+  for (size_t level = 0; level < f.size(); ++level) {
+    auto [mr, tr, loss] = fit.run(int(level), best_m, best_t, o.iterations[level], true);
+    best_m = mr;
+    best_t = tr;
+  }
+  return to_matrix(best_m, best_t, mf.centre);
+}
+
+}  // namespace autoreg::registration

@@ -1,0 +1,97 @@
+#include "autoreg/registration/similarity.h"
+
+#include <ATen/ATen.h>
+
+#include <array>
+#include <stdexcept>
+#include <vector>
+
+namespace autoreg::registration {
+namespace {
+
+// Mean over a cubic box of `window` voxels, clipped at the borders, as three 1-D means
+// (3·w instead of w³ operations per voxel). With count_include_pad off each 1-D mean
+// divides by its clipped length, and the product of the clipped lengths is the clipped
+// box's size, so this equals the 3-D clipped mean.
+at::Tensor box_mean(at::Tensor t, int64_t window) {
+  const int64_t pad = window / 2;
+  t = at::avg_pool3d(t, {window, 1, 1}, {1, 1, 1}, {pad, 0, 0}, false, false);
+  t = at::avg_pool3d(t, {1, window, 1}, {1, 1, 1}, {0, pad, 0}, false, false);
+  return at::avg_pool3d(t, {1, 1, window}, {1, 1, 1}, {0, 0, pad}, false, false);
+}
+
+// The image shifted by `offset` voxels (out[x] = padded[x + offset]), from an image
+// replicate-padded by `pad` on every side.
+at::Tensor shifted(const at::Tensor& padded, const std::array<int64_t, 3>& offset, int64_t pad,
+                   at::IntArrayRef size) {
+  at::Tensor t = padded;
+  for (int d = 0; d < 3; ++d) t = t.narrow(2 + d, pad + offset[d], size[d]);
+  return t;
+}
+
+}  // namespace
+
+at::Tensor local_ncc(const at::Tensor& a, const at::Tensor& b, int64_t window) {
+  const at::Tensor ma = box_mean(a, window), mb = box_mean(b, window);
+  const at::Tensor cov = box_mean(a * b, window) - ma * mb;
+  const at::Tensor va = (box_mean(a * a, window) - ma * ma).clamp_min(0);
+  const at::Tensor vb = (box_mean(b * b, window) - mb * mb).clamp_min(0);
+  // VoxelMorph's ε = 1e-5 on window sums, written for window means (÷ n² for n voxels).
+  const double n = double(window) * double(window) * double(window);
+  return (cov * cov / (va * vb + 1e-5 / (n * n))).mean();
+}
+
+at::Tensor mind_ssc(const at::Tensor& image, int64_t radius, int64_t dilation) {
+  TORCH_CHECK(image.dim() == 5 && image.size(1) == 1, "mind_ssc: image must be N×1×D×H×W, got ",
+              image.sizes());
+  TORCH_CHECK(radius >= 0 && dilation >= 1, "mind_ssc: radius must be >= 0 and dilation >= 1");
+  // The six-neighbourhood, and its 12 pairs at distance √2 (opposite neighbours, at
+  // distance 2, are left out as in the original MIND-SSC).
+  const std::array<std::array<int64_t, 3>, 6> six = {
+      {{-1, 0, 0}, {1, 0, 0}, {0, -1, 0}, {0, 1, 0}, {0, 0, -1}, {0, 0, 1}}};
+  const at::IntArrayRef size = image.sizes().slice(2);
+  const at::Tensor padded = at::replication_pad3d(
+      image, {dilation, dilation, dilation, dilation, dilation, dilation});
+  std::vector<at::Tensor> distances;
+  for (size_t p = 0; p < six.size(); ++p) {
+    for (size_t q = p + 1; q < six.size(); ++q) {
+      if (p / 2 == q / 2) continue;  // opposite neighbours
+      std::array<int64_t, 3> op{}, oq{};
+      for (int d = 0; d < 3; ++d) {
+        op[d] = six[p][d] * dilation;
+        oq[d] = six[q][d] * dilation;
+      }
+      const at::Tensor diff = shifted(padded, op, dilation, size) - shifted(padded, oq, dilation, size);
+      at::Tensor sq = diff * diff;
+      if (radius > 0) {
+        sq = box_mean(at::replication_pad3d(sq, {radius, radius, radius, radius, radius, radius}),
+                      2 * radius + 1);
+        for (int d = 0; d < 3; ++d) sq = sq.narrow(2 + d, radius, size[d]);
+      }
+      distances.push_back(sq);
+    }
+  }
+  at::Tensor ssd = at::cat(distances, 1);  // N×12×D×H×W
+  ssd = ssd - std::get<0>(ssd.min(1, /*keepdim=*/true));
+  at::Tensor variance = ssd.mean(1, /*keepdim=*/true);
+  const at::Tensor mean_variance = variance.mean().detach();
+  variance = at::max(at::min(variance, mean_variance * 1000), mean_variance * 0.001).clamp_min(1e-8);
+  return at::exp(-ssd / variance);
+}
+
+void check_similarity(const std::string& kind) {
+  if (kind != "ncc" && kind != "mse" && kind != "mind") {
+    throw std::invalid_argument("similarity must be ncc, mse or mind, got '" + kind + "'");
+  }
+}
+
+at::Tensor similarity_loss(const std::string& kind, const at::Tensor& fixed,
+                           const at::Tensor& warped, int64_t window) {
+  if (kind == "ncc") return 1 - local_ncc(fixed, warped, window);
+  if (kind == "mse") return (fixed - warped).pow(2).mean();
+  if (kind == "mind") return (mind_ssc(fixed) - mind_ssc(warped)).pow(2).mean();
+  check_similarity(kind);
+  return {};
+}
+
+}  // namespace autoreg::registration

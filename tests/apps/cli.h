@@ -1,0 +1,62 @@
+// The `autoreg` command line run as a user runs it: a test fixture with a temporary
+// folder and a small oblique volume, label map and field in it.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "autoreg/io/field.h"
+#include "autoreg/io/volume.h"
+
+namespace autoreg::test {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int code;
+  std::string output;  // stdout and stderr
+};
+
+inline Result run(const std::string& args) {
+  const std::string cmd = std::string(AUTOREG_BIN) + " " + args + " 2>&1";
+  Result r{-1, ""};
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  std::array<char, 512> buf{};
+  while (pipe && std::fgets(buf.data(), buf.size(), pipe)) r.output += buf.data();
+  const int status = pipe ? ::pclose(pipe) : -1;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("autoreg-cli-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+    grid_.size = {12, 10, 8};
+    grid_.spacing = {1.2, 0.9, 2.0};
+    grid_.origin = {-5, 3, 1};
+    grid_.direction = {0, -1, 0, 1, 0, 0, 0, 0, 1};  // rotated 90° about z
+    at::manual_seed(7);
+    moving_ = at::rand({1, 1, 8, 10, 12});
+    const at::Tensor coarse = (at::rand({1, 3, 3, 3, 3}, at::kDouble) * 2 - 1) * 2;
+    field_ = at::upsample_trilinear3d(coarse, {8, 10, 12}, true).to(at::kFloat);
+    io::write_volume(path("moving.nii.gz"), {moving_, grid_});
+    io::write_volume(path("labels.nii.gz"), {(moving_ * 5).floor().to(at::kInt) * 10, grid_});
+    io::write_displacement_field(path("field.nii.gz"), field_, grid_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& n) const { return (dir_ / n).string(); }
+  fs::path dir_;
+  io::Geometry grid_;
+  at::Tensor moving_, field_;
+};
+
+}  // namespace autoreg::test
