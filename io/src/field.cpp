@@ -3,8 +3,6 @@
 #include <ATen/ATen.h>
 #include <itkImageFileReader.h>
 #include <itkDisplacementFieldTransform.h>
-#include <itkTransformFileReader.h>
-#include <itkTransformFileWriter.h>
 #include <itkVector.h>
 
 #include <cstring>
@@ -50,17 +48,7 @@ namespace {
 
 // The displacement field of a DisplacementFieldTransform stored in an ITK transform file.
 at::Tensor read_field_transform(const std::string& path, Geometry* grid) {
-  auto reader = itk::TransformFileReaderTemplate<double>::New();
-  reader->SetFileName(path);
-  try {
-    reader->Update();
-  } catch (const itk::ExceptionObject& e) {
-    fail(path, std::string("not a readable ITK transform file: ") + e.GetDescription());
-  }
-  const auto* list = reader->GetTransformList();
-  if (list->size() != 1) fail(path, "holds " + std::to_string(list->size()) + " transforms, not one displacement field");
-  const auto* t = dynamic_cast<const itk::DisplacementFieldTransform<double, 3>*>(list->front().GetPointer());
-  if (!t) fail(path, std::string("holds a ") + list->front()->GetNameOfClass() + ", not a DisplacementFieldTransform");
+  const auto t = read_transform<itk::DisplacementFieldTransform<double, 3>>(path, "a DisplacementFieldTransform");
   const TransformField* image = t->GetDisplacementField();
   if (!image) fail(path, "the DisplacementFieldTransform has no field");
   const Geometry g = geometry_of(image);
@@ -106,12 +94,7 @@ void write_displacement_field(const std::string& path, const at::Tensor& voxels,
   std::memcpy(image->GetBufferPointer(), xyz.data_ptr(), xyz.nbytes());
   auto transform = itk::DisplacementFieldTransform<double, 3>::New();
   transform->SetDisplacementField(image);
-  write_atomically(path, [&](const std::string& tmp) {
-    auto writer = itk::TransformFileWriterTemplate<double>::New();
-    writer->SetFileName(tmp);
-    writer->SetInput(transform);
-    writer->Update();
-  });
+  write_transform(path, transform);
 }
 
 at::Tensor read_displacement_field(const std::string& path, Geometry* grid) {

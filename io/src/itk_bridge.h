@@ -5,6 +5,7 @@
 #include <itkImage.h>
 #include <itkImageIOBase.h>
 #include <itkImageFileWriter.h>
+#include <itkTransformFileReader.h>
 
 #include <ATen/core/Tensor.h>
 #include <ATen/ops/empty.h>
@@ -97,6 +98,16 @@ Volume from_itk(const itk::Image<Pixel, 3>* image, at::ScalarType dtype) {
 // moved data first, header last.
 void write_atomically(const std::string& path, const std::function<void(const std::string&)>& write);
 
+// The one transform an ITK transform file holds, as type T (e.g. an affine base class
+// or DisplacementFieldTransform): an IoError naming the file when it is missing,
+// unreadable, holds several transforms, or one of another kind (`what` names the kind
+// wanted in that message).
+template <typename T>
+typename T::ConstPointer read_transform(const std::string& path, const char* what);
+
+// Writes a transform to an ITK transform file (.tfm, .txt, .mat, .h5) atomically.
+void write_transform(const std::string& path, const itk::TransformBaseTemplate<double>* transform);
+
 // Writes an ITK image to path atomically (compressed where the format compresses).
 template <typename ImageT>
 void write_image(const std::string& path, const ImageT* image) {
@@ -110,6 +121,22 @@ void write_image(const std::string& path, const ImageT* image) {
     writer->SetCompressionLevel(1);
     writer->Update();
   });
+}
+
+// The file's transforms (one reader for every read_transform instantiation).
+const itk::TransformFileReaderTemplate<double>::TransformListType* read_transform_list(
+    const std::string& path, itk::TransformFileReaderTemplate<double>::Pointer& reader);
+
+template <typename T>
+typename T::ConstPointer read_transform(const std::string& path, const char* what) {
+  itk::TransformFileReaderTemplate<double>::Pointer reader;
+  const auto* list = read_transform_list(path, reader);
+  if (list->size() != 1) {
+    fail(path, "holds " + std::to_string(list->size()) + " transforms, not one " + what);
+  }
+  const auto* t = dynamic_cast<const T*>(list->front().GetPointer());
+  if (!t) fail(path, std::string("holds a ") + list->front()->GetNameOfClass() + ", not " + what);
+  return t;
 }
 
 }  // namespace autoreg::io::detail

@@ -18,6 +18,33 @@ void check_affine(const at::Tensor& a) {
 
 }  // namespace
 
+namespace detail {
+
+const itk::TransformFileReaderTemplate<double>::TransformListType* read_transform_list(
+    const std::string& path, itk::TransformFileReaderTemplate<double>::Pointer& reader) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) fail(path, "no such file");
+  reader = itk::TransformFileReaderTemplate<double>::New();
+  reader->SetFileName(path);
+  try {
+    reader->Update();
+  } catch (const itk::ExceptionObject& e) {
+    fail(path, std::string("not a readable ITK transform file: ") + e.GetDescription());
+  }
+  return reader->GetTransformList();
+}
+
+void write_transform(const std::string& path, const itk::TransformBaseTemplate<double>* transform) {
+  write_atomically(path, [&](const std::string& tmp) {
+    auto writer = itk::TransformFileWriterTemplate<double>::New();
+    writer->SetFileName(tmp);
+    writer->SetInput(transform);
+    writer->Update();
+  });
+}
+
+}  // namespace detail
+
 void write_affine(const std::string& path, const at::Tensor& affine) {
   register_formats();
   check_affine(affine);
@@ -32,30 +59,12 @@ void write_affine(const std::string& path, const at::Tensor& affine) {
   }
   transform->SetMatrix(matrix);
   transform->SetOffset(offset);
-  write_atomically(path, [&](const std::string& tmp) {
-    auto writer = itk::TransformFileWriterTemplate<double>::New();
-    writer->SetFileName(tmp);
-    writer->SetInput(transform);
-    writer->Update();
-  });
+  write_transform(path, transform);
 }
 
 at::Tensor read_affine(const std::string& path) {
   register_formats();
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) fail(path, "no such file");
-  auto reader = itk::TransformFileReaderTemplate<double>::New();
-  reader->SetFileName(path);
-  try {
-    reader->Update();
-  } catch (const itk::ExceptionObject& e) {
-    fail(path, std::string("not a readable ITK transform file: ") + e.GetDescription());
-  }
-  const auto* list = reader->GetTransformList();
-  if (list->size() != 1) fail(path, "holds " + std::to_string(list->size()) + " transforms, not one affine");
-  using Base = itk::MatrixOffsetTransformBase<double, 3, 3>;
-  const auto* t = dynamic_cast<const Base*>(list->front().GetPointer());
-  if (!t) fail(path, std::string("holds a ") + list->front()->GetNameOfClass() + ", not an affine transform");
+  const auto t = read_transform<itk::MatrixOffsetTransformBase<double, 3, 3>>(path, "an affine transform");
   at::Tensor a = at::eye(4, at::kDouble);
   auto acc = a.accessor<double, 2>();
   for (int r = 0; r < 3; ++r) {

@@ -7,8 +7,6 @@
 #include <ATen/ATen.h>
 #include <itkDisplacementFieldTransform.h>
 #include <itkImageFileReader.h>
-#include <itkLinearInterpolateImageFunction.h>
-#include <itkResampleImageFilter.h>
 #include <itkTransformFileReader.h>
 
 #include <cmath>
@@ -17,6 +15,7 @@
 #include "autoreg/io/field.h"
 #include "autoreg/io/grid.h"
 #include "autoreg/ops.h"
+#include "itk_resample.h"
 
 namespace autoreg::test {
 namespace {
@@ -106,22 +105,11 @@ TEST_P(FieldInterop, ItkResampleWithTheWrittenFieldMatchesWarp) {
   io::write_volume(image_file, {moving, g});
   io::write_displacement_field(field_file, u, g);
 
-  using Image = itk::Image<float, 3>;
-  const Image::Pointer itk_moving = itk::ReadImage<Image>(image_file);
   const auto transform = itk_transform(field_file);
+  ASSERT_TRUE(transform);
+  const at::Tensor theirs = itk_resample(image_file, transform);
   fs::remove(image_file);
   fs::remove(field_file);
-  ASSERT_TRUE(transform);
-  auto resample = itk::ResampleImageFilter<Image, Image, double>::New();
-  resample->SetInput(itk_moving);
-  resample->SetTransform(transform);
-  resample->SetInterpolator(itk::LinearInterpolateImageFunction<Image, double>::New());
-  resample->SetUseReferenceImage(true);
-  resample->SetReferenceImage(itk_moving);
-  resample->SetDefaultPixelValue(0);
-  resample->Update();
-  at::Tensor theirs = at::empty_like(ours);
-  std::memcpy(theirs.data_ptr(), resample->GetOutput()->GetBufferPointer(), theirs.nbytes());
 
   // Compare where the sample point lies inside the volume with a voxel to spare: at the
   // edge ITK clamps neighbours where zeros padding blends with zero.

@@ -3,18 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
-#include <itkLinearInterpolateImageFunction.h>
-#include <itkResampleImageFilter.h>
 #include <itkTransformFileReader.h>
 
 #include <cmath>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include "autoreg/io/field.h"
 #include "autoreg/io/grid.h"
 #include "autoreg/io/transform.h"
+#include "itk_resample.h"
 
 namespace autoreg::test {
 namespace {
@@ -71,34 +69,10 @@ TEST(Affine, ItkResampleWithOurFileMatchesSampleAt) {
   auto* transform = dynamic_cast<Transform*>(reader->GetTransformList()->front().GetPointer());
   ASSERT_NE(transform, nullptr);
 
-  using Image = itk::Image<float, 3>;
-  auto image = Image::New();
-  Image::RegionType region;
-  Image::SpacingType spacing;
-  Image::PointType origin;
-  Image::DirectionType direction;
-  for (int a = 0; a < 3; ++a) {
-    region.SetSize(a, g.size[a]);
-    spacing[a] = g.spacing[a];
-    origin[a] = g.origin[a];
-    for (int c = 0; c < 3; ++c) direction(a, c) = g.direction[a * 3 + c];
-  }
-  image->SetRegions(region);
-  image->SetSpacing(spacing);
-  image->SetOrigin(origin);
-  image->SetDirection(direction);
-  image->Allocate();
-  std::memcpy(image->GetBufferPointer(), data.data_ptr(), data.nbytes());
-  auto resample = itk::ResampleImageFilter<Image, Image, double>::New();
-  resample->SetInput(image);
-  resample->SetTransform(transform);
-  resample->SetInterpolator(itk::LinearInterpolateImageFunction<Image, double>::New());
-  resample->SetUseReferenceImage(true);
-  resample->SetReferenceImage(image);
-  resample->SetDefaultPixelValue(0);
-  resample->Update();
-  at::Tensor theirs = at::empty_like(data);
-  std::memcpy(theirs.data_ptr(), resample->GetOutput()->GetBufferPointer(), theirs.nbytes());
+  const std::string image_file = temp_path("image.nii.gz");
+  io::write_volume(image_file, {data, g});
+  const at::Tensor theirs = itk_resample(image_file, transform);
+  fs::remove(image_file);
 
   const at::Tensor points = io::transform_points(test_affine(), io::physical_points(g));
   const at::Tensor ours = io::sample_at({data, g}, points);
