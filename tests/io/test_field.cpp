@@ -111,16 +111,7 @@ TEST_P(FieldInterop, ItkResampleWithTheWrittenFieldMatchesWarp) {
   fs::remove(image_file);
   fs::remove(field_file);
 
-  // Compare where the sample point lies inside the volume with a voxel to spare: at the
-  // edge ITK clamps neighbours where zeros padding blends with zero.
-  at::Tensor inside = at::ones_like(ours, at::kBool);
-  for (int c = 0; c < 3; ++c) {
-    const int64_t n = ours.size(2 + c);
-    std::vector<int64_t> shape = {1, 1, 1};
-    shape[c] = n;
-    const at::Tensor p = u.select(1, c).unsqueeze(1) + at::arange(n, at::kFloat).view(shape);
-    inside = inside & (p >= 1) & (p <= n - 2);
-  }
+  const at::Tensor inside = inside_with_margin(u);
   ASSERT_GT(inside.sum().item<int64_t>(), ours.numel() / 3);
   const double range = (moving.max() - moving.min()).item<double>();
   const double diff = (ours - theirs).abs().masked_select(inside).max().item<double>();

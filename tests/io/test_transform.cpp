@@ -77,15 +77,7 @@ TEST(Affine, ItkResampleWithOurFileMatchesSampleAt) {
   const at::Tensor points = io::transform_points(test_affine(), io::physical_points(g));
   const at::Tensor ours = io::sample_at({data, g}, points);
   // Where both sample inside with a voxel to spare (ITK clamps at the very edge).
-  const at::Tensor index = io::physical_to_voxel(points - io::physical_points(g), g) ;
-  at::Tensor inside = at::ones_like(ours, at::kBool);
-  for (int c = 0; c < 3; ++c) {
-    const int64_t n = ours.size(2 + c);
-    std::vector<int64_t> shape = {1, 1, 1};
-    shape[c] = n;
-    const at::Tensor p = index.select(1, c).unsqueeze(1) + at::arange(n, at::kFloat).view(shape);
-    inside = inside & (p >= 1) & (p <= n - 2);
-  }
+  const at::Tensor inside = inside_with_margin(io::physical_to_voxel(points - io::physical_points(g), g));
   ASSERT_GT(inside.sum().item<int64_t>(), ours.numel() / 4);
   EXPECT_LT((ours - theirs).abs().masked_select(inside).max().item<double>(), 1e-3 * 100);
 }
