@@ -123,11 +123,27 @@ double hd95(const at::Tensor& a, const at::Tensor& b, int64_t label,
 }
 
 JacobianStats jacobian_stats(const at::Tensor& displacement) {
-  const at::Tensor det = ops::jacobian_determinant(displacement.to(at::kDouble));
+  // In slabs along D with a one-voxel halo, so that every voxel gets the derivatives the
+  // whole volume would give it, while float64 temporaries stay small (a 256³ field in
+  // one piece needs ~2.5 GB of them).
+  const int64_t depth = displacement.size(2), slab = 16;
+  double count = 0, non_positive = 0, positive = 0, sum = 0, sum_sq = 0;
+  for (int64_t z0 = 0; z0 < depth; z0 += slab) {
+    const int64_t z1 = std::min(depth, z0 + slab);
+    const int64_t lo = std::max<int64_t>(0, z0 - 1), hi = std::min(depth, z1 + 1);
+    const at::Tensor det = ops::jacobian_determinant(displacement.slice(2, lo, hi).to(at::kDouble))
+                               .slice(2, z0 - lo, z0 - lo + (z1 - z0));
+    count += double(det.numel());
+    non_positive += (det <= 0).sum().item<double>();
+    const at::Tensor log_det = det.masked_select(det > 0).log();
+    positive += double(log_det.numel());
+    sum += log_det.sum().item<double>();
+    sum_sq += log_det.pow(2).sum().item<double>();
+  }
   JacobianStats s;
-  s.non_positive_percent = 100.0 * (det <= 0).sum().item<double>() / double(det.numel());
-  const at::Tensor positive = det.masked_select(det > 0);
-  s.log_std = positive.numel() > 1 ? positive.log().std().item<double>() : 0.0;
+  s.non_positive_percent = count > 0 ? 100.0 * non_positive / count : 0.0;
+  // Sample standard deviation (n − 1), as at::std.
+  s.log_std = positive > 1 ? std::sqrt(std::max(0.0, (sum_sq - sum * sum / positive) / (positive - 1))) : 0.0;
   return s;
 }
 

@@ -5,6 +5,7 @@
 
 #include <cmath>
 
+#include "autoreg/ops.h"
 #include "autoreg/registration/metrics.h"
 
 namespace autoreg::test {
@@ -92,6 +93,20 @@ TEST(Metrics, JacobianStats) {
   at::Tensor fold = at::zeros({1, 3, 6, 6, 6});
   fold.select(1, 0).copy_(at::arange(6, at::kFloat).view({1, 6, 1, 1}).expand({1, 6, 6, 6}) * -2);
   EXPECT_EQ(reg::jacobian_stats(fold).non_positive_percent, 100.0);
+}
+
+TEST(Metrics, JacobianStatsInSlabsEqualTheWholeVolume) {
+  // A rough field, deep enough for several slabs, folding in places.
+  at::manual_seed(21);
+  const at::Tensor u = at::upsample_trilinear3d(at::randn({1, 3, 8, 4, 4}, at::kDouble) * 3, {53, 9, 7}, true);
+  const at::Tensor det = ops::jacobian_determinant(u);
+  const double non_positive = 100.0 * (det <= 0).sum().item<double>() / double(det.numel());
+  const double log_std = det.masked_select(det > 0).log().std().item<double>();
+  ASSERT_GT(non_positive, 0.0);
+  ASSERT_LT(non_positive, 100.0);
+  const auto s = reg::jacobian_stats(u);
+  EXPECT_NEAR(s.non_positive_percent, non_positive, 1e-9);
+  EXPECT_NEAR(s.log_std, log_std, 1e-9);
 }
 
 }  // namespace
