@@ -82,17 +82,46 @@ at::Tensor to_matrix(const at::Tensor& m, const at::Tensor& t, const at::Tensor&
   return a;
 }
 
-// The features compared at each point: the image itself, or its MIND-SSC descriptors.
-at::Tensor features(const at::Tensor& image, const std::string& kind) {
-  return kind == "mind" ? mind_ssc(image) : image;
+// The features compared at each point: the image's intensities (for every kind: with
+// "mind", the affine stage uses mutual information, see sample_loss).
+at::Tensor features(const at::Tensor& image, const std::string&) { return image; }
+
+// Mutual information of two intensity samples in [0, 1] (n each) over the points where
+// `inside` is 1, from a joint histogram of 32 bins with Gaussian soft binning
+// (differentiable in the moving intensities, as Mattes' Parzen-window estimate).
+at::Tensor mutual_information(const at::Tensor& fixed, const at::Tensor& moving, const at::Tensor& inside) {
+  const int64_t bins = 32;
+  const at::Tensor centres = (at::arange(bins, fixed.options()) + 0.5) / double(bins);
+  const double sigma = 1.0 / double(bins);
+  const auto soft = [&](const at::Tensor& v) {
+    at::Tensor w = at::exp(-(v.unsqueeze(1) - centres).pow(2) / (2 * sigma * sigma));  // n×B
+    return w / (w.sum(1, true) + 1e-12);
+  };
+  const at::Tensor wf = soft(fixed.clamp(0, 1)) * inside.unsqueeze(1);
+  const at::Tensor wm = soft(moving.clamp(0, 1));
+  at::Tensor joint = wf.t().matmul(wm);
+  joint = joint / (joint.sum() + 1e-12);
+  const at::Tensor pf = joint.sum(1, true), pm = joint.sum(0, true);
+  return (joint * (at::log(joint + 1e-12) - at::log(pf.matmul(pm) + 1e-12))).sum();
 }
 
 // The affine stage's loss between fixed and moving features at the same sample points
-// (C×n each). NCC is global here (1 − Pearson correlation): an affine has 12 parameters
-// to explain the whole image, and local windows over flat or empty regions add only noise.
-at::Tensor sample_loss(const std::string& kind, const at::Tensor& fixed, const at::Tensor& moving) {
-  if (kind != "ncc") return (fixed - moving).pow(2).mean();
-  const at::Tensor a = fixed - fixed.mean(), b = moving - moving.mean();
+// (C×n each), over the points that map inside the moving volume (`inside`, n, 0 or 1):
+// outside it the moving image is unknown, not dark, and counting those points would
+// pull a moving image with a smaller field of view (a slab) to stretch over the fixed
+// one. With "mind", mutual information (below). NCC is global here (1 − Pearson correlation): an affine has 12 parameters to
+// explain the whole image, and local windows over flat regions add only noise.
+at::Tensor sample_loss(const std::string& kind, const at::Tensor& fixed, const at::Tensor& moving,
+                       const at::Tensor& inside) {
+  const at::Tensor count = inside.sum();
+  if (count.item<double>() < 1) return moving.sum() * 0 + 1;  // no overlap: the worst loss
+  // MIND-SSC compares local structure, which at the affine stage's 4 mm and 2 mm is too
+  // weak to fix scale (a T1 → T2 slab drifted to half its size); mutual information of
+  // intensities is the standard multimodal affine metric (elastix's and ANTs' default).
+  if (kind == "mind") return -mutual_information(fixed.squeeze(0), moving.squeeze(0), inside);
+  if (kind != "ncc") return ((fixed - moving).pow(2) * inside).sum() / (count * fixed.size(0));
+  const at::Tensor mf = (fixed * inside).sum() / count, mm = (moving * inside).sum() / count;
+  const at::Tensor a = (fixed - mf) * inside, b = (moving - mm) * inside;
   return 1 - (a * b).sum() / ((a * a).sum() * (b * b).sum() + 1e-12).sqrt();
 }
 
@@ -144,12 +173,14 @@ class AffineFit {
     const auto loss_at = [&](const at::Tensor& index) {
       const at::Tensor x = index.defined() ? d.points.index_select(0, index) : d.points;
       const at::Tensor y = x.matmul((m_start + b / radius_).t()) + c_f + t_start + tau;
-      const at::Tensor grid = (y.matmul(d.to_grid.t()) + d.to_grid_offset).view({1, 1, 1, -1, 3});
-      const at::Tensor moved = at::grid_sampler(d.moving, grid, /*bilinear*/ 0, /*zeros*/ 0, true)
-                                   .flatten(2)
-                                   .squeeze(0);  // C×n
+      const at::Tensor normalised = y.matmul(d.to_grid.t()) + d.to_grid_offset;  // n×3
+      const at::Tensor inside = (normalised.detach().abs() <= 1).all(1).to(opts.dtype());
+      const at::Tensor moved =
+          at::grid_sampler(d.moving, normalised.view({1, 1, 1, -1, 3}), /*bilinear*/ 0, /*zeros*/ 0, true)
+              .flatten(2)
+              .squeeze(0);  // C×n
       const at::Tensor fixed = index.defined() ? d.fixed.index_select(1, index) : d.fixed;
-      return sample_loss(o_.similarity, fixed, moved);
+      return sample_loss(o_.similarity, fixed, moved, inside);
     };
     {
       c10::AutoGradMode enable_grad(true);
@@ -229,7 +260,10 @@ at::Tensor fit_affine(const at::Tensor& fixed, const at::Tensor& fixed_index_to_
   // Moments at the coarsest level.
   c10::AutoGradMode no_grad(false);
   const Moments mf = moments(f[0]), mm = moments(m[0]);
-  const double scale = volume_scale(mf, mm);
+  // The moments' scale only when plausible: a field of view that cuts the anatomy (a
+  // slab, a head with or without the neck) changes the moments, not the size.
+  double scale = volume_scale(mf, mm);
+  if (scale < 0.8 || scale > 1.25) scale = 1.0;
   const double radius = std::sqrt(std::max(1.0, at::trace(mf.covariance).item<double>()));
   const at::Tensor t0 = mm.centre - mf.centre;
 
@@ -247,12 +281,17 @@ at::Tensor fit_affine(const at::Tensor& fixed, const at::Tensor& fixed_index_to_
       rotations.push_back(em.matmul(s).matmul(ef.t()));
     }
   }
+  // Starts: the headers' own alignment (scans of one session share scanner space), then
+  // the moments' translation with each candidate rotation.
+  std::vector<std::pair<at::Tensor, at::Tensor>> starts = {
+      {at::eye(3, at::kDouble), at::zeros({3}, at::kDouble)}};
+  for (const at::Tensor& r : rotations) starts.emplace_back(r * scale, t0);
   AffineFit fit(f, m, mf.centre, radius, o);
-  at::Tensor best_m = rotations[0] * scale, best_t = t0;
-  if (rotations.size() > 1 && o.candidate_iterations > 0) {
+  at::Tensor best_m = starts[1].first, best_t = starts[1].second;
+  if (o.candidate_iterations > 0) {
     double best = std::numeric_limits<double>::infinity();
-    for (const at::Tensor& r : rotations) {
-      auto [mr, tr, loss] = fit.run(0, r * scale, t0, o.candidate_iterations, false);
+    for (const auto& [m0, start_t] : starts) {
+      auto [mr, tr, loss] = fit.run(0, m0, start_t, o.candidate_iterations, false);
       if (loss < best) {
         best = loss;
         best_m = mr;

@@ -6,7 +6,8 @@
 // first. Initialisation by image moments (centre of mass; principal axes as candidate
 // rotations, kept only when they match better than the headers' own orientation), then
 // multi-resolution optimisation of the 12 affine parameters by Adam on a similarity
-// loss (global NCC, MSE or MIND-SSC) at random points, through grid sampling's autograd.
+// loss at random points (global NCC, MSE, or mutual information when the similarity is
+// "mind", i.e. different modalities), through grid sampling's autograd.
 #pragma once
 
 #include <ATen/core/Tensor.h>
