@@ -5,6 +5,7 @@
 #include <torch/optim/adam.h>
 
 #include "autoreg/ops.h"
+#include "autoreg/registration/regularization.h"
 #include "autoreg/registration/similarity.h"
 
 namespace autoreg::registration {
@@ -28,16 +29,6 @@ at::Tensor resize_field(const at::Tensor& u, at::IntArrayRef size) {
     channels.push_back(r.narrow(1, c, 1) * scale);
   }
   return at::cat(channels, 1);
-}
-
-at::Tensor smoothness(const at::Tensor& v) {
-  at::Tensor sum = at::zeros({}, v.options());
-  for (int64_t d = 2; d < 5; ++d) {
-    const int64_t n = v.size(d);
-    if (n < 2) continue;
-    sum = sum + (v.narrow(d, 1, n - 1) - v.narrow(d, 0, n - 1)).pow(2).mean();
-  }
-  return sum;
 }
 
 }  // namespace
@@ -66,7 +57,7 @@ at::Tensor fit_displacement(const at::Tensor& fixed, const at::Tensor& moving,
       const at::Tensor u = ops::integrate(v, o.integration_steps);
       const at::Tensor warped = ops::warp(ml, u, ops::Interpolation::Linear, ops::Padding::Border);
       const at::Tensor loss = similarity_loss(o.similarity, fl, warped, windows[level]) +
-                              o.regularization * smoothness(velocity);
+                              o.regularization * gradient_l2(velocity);
       loss.backward();
       adam.step();
       if (o.progress) o.progress(level, it, loss.item<double>());
