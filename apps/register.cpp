@@ -127,13 +127,7 @@ nlohmann::json run(RegisterParams p) {
   for (const std::string* out : {&p.out_warped, &p.out_field, &p.out_labels, &p.out_affine}) {
     if (!out->empty()) io::check_output(*out);
   }
-  std::vector<std::pair<std::string, double>> seconds;
-  auto last = std::chrono::steady_clock::now();
-  const auto lap = [&](const char* stage) {
-    const auto now = std::chrono::steady_clock::now();
-    seconds.emplace_back(stage, std::chrono::duration<double>(now - last).count());
-    last = now;
-  };
+  pipeline::StageTimes times;
   io::Volume fixed = io::read_volume(p.fixed);
   io::Volume moving = io::read_volume(p.moving);
   io::Volume labels;
@@ -144,7 +138,7 @@ nlohmann::json run(RegisterParams p) {
     labels.geometry = moving.geometry;
   }
   warn_on_extents(p, fixed.geometry, moving.geometry);
-  lap("read");
+  times.lap("read");
 
   const bool tty = ::isatty(fileno(stderr));
   auto progress = [tty](const char* stage, const std::vector<int64_t>& iterations) {
@@ -159,9 +153,7 @@ nlohmann::json run(RegisterParams p) {
   };
   p.options.affine.progress = progress("affine", p.options.affine.iterations);
   p.options.deformable.progress = progress("deformable", p.options.deformable.iterations);
-  const pipeline::PairResult r = pipeline::register_pair(fixed, moving, p.options);
-  seconds.insert(seconds.end(), r.seconds.begin(), r.seconds.end());
-  last = std::chrono::steady_clock::now();
+  const pipeline::PairResult r = pipeline::register_pair(fixed, moving, p.options, &times);
 
   c10::AutoGradMode no_grad(false);
   Outputs outputs;
@@ -177,11 +169,11 @@ nlohmann::json run(RegisterParams p) {
   if (!p.out_affine.empty()) {
     outputs.write(p.out_affine, [&] { io::write_affine(p.out_affine, r.affine); });
   }
-  lap("write");
+  times.lap("write");
   const auto j = registration::jacobian_stats(r.displacement);
-  lap("jacobian");
+  times.lap("jacobian");
   nlohmann::json stages = nlohmann::json::object();
-  for (const auto& [stage, s] : seconds) stages[stage] = s;
+  for (const auto& [stage, s] : times.seconds()) stages[stage] = s;
   nlohmann::json affine = nlohmann::json::array();
   for (int64_t row = 0; row < 4; ++row) {
     affine.push_back(std::vector<double>(r.affine[row].data_ptr<double>(),

@@ -42,22 +42,27 @@ at::Tensor apply(const at::Tensor& m, const at::Tensor& field) {
   return at::einsum("rc,ncdhw->nrdhw", {m.to(field.scalar_type()).to(field.device()), field});
 }
 
-}  // namespace
-
-namespace {
+// An ITK field image read from `path` (vectors of `type`: float32 for vector images,
+// float64 in transform files) as a float32 voxel field on its own grid.
+template <typename FieldT>
+at::Tensor voxels_of(const std::string& path, const FieldT* image, at::ScalarType type, Geometry* grid) {
+  const Geometry g = geometry_of(image);
+  const auto& s = g.size;
+  at::Tensor xyz = at::empty({s[2], s[1], s[0], 3}, type);
+  std::memcpy(xyz.data_ptr(), image->GetBufferPointer(), xyz.nbytes());
+  if (!at::isfinite(xyz).all().item<bool>()) fail(path, "displacement field has non-finite vectors");
+  if (grid) *grid = g;
+  return physical_to_voxel(xyz.permute({3, 0, 1, 2}).unsqueeze(0).to(at::kDouble), g)
+      .to(at::kFloat)
+      .contiguous();
+}
 
 // The displacement field of a DisplacementFieldTransform stored in an ITK transform file.
 at::Tensor read_field_transform(const std::string& path, Geometry* grid) {
   const auto t = read_transform<itk::DisplacementFieldTransform<double, 3>>(path, "a DisplacementFieldTransform");
   const TransformField* image = t->GetDisplacementField();
   if (!image) fail(path, "the DisplacementFieldTransform has no field");
-  const Geometry g = geometry_of(image);
-  const auto& s = g.size;
-  at::Tensor xyz = at::empty({s[2], s[1], s[0], 3}, at::kDouble);
-  std::memcpy(xyz.data_ptr(), image->GetBufferPointer(), xyz.nbytes());
-  if (!at::isfinite(xyz).all().item<bool>()) fail(path, "displacement field has non-finite vectors");
-  if (grid) *grid = g;
-  return physical_to_voxel(xyz.permute({3, 0, 1, 2}).unsqueeze(0), g).to(at::kFloat).contiguous();
+  return voxels_of(path, image, at::kDouble, grid);
 }
 
 }  // namespace
@@ -110,16 +115,7 @@ at::Tensor read_displacement_field(const std::string& path, Geometry* grid) {
   } catch (const itk::ExceptionObject& e) {
     fail(path, std::string("cannot read displacement field: ") + e.GetDescription());
   }
-  const FieldImage* image = reader->GetOutput();
-  const Geometry g = geometry_of(image);
-  const auto& s = g.size;
-  at::Tensor xyz = at::empty({s[2], s[1], s[0], 3}, at::kFloat);
-  std::memcpy(xyz.data_ptr(), image->GetBufferPointer(), xyz.nbytes());
-  if (!at::isfinite(xyz).all().item<bool>()) fail(path, "displacement field has non-finite vectors");
-  if (grid) *grid = g;
-  return physical_to_voxel(xyz.permute({3, 0, 1, 2}).unsqueeze(0).to(at::kDouble), g)
-      .to(at::kFloat)
-      .contiguous();
+  return voxels_of(path, reader->GetOutput(), at::kFloat, grid);
 }
 
 }  // namespace autoreg::io

@@ -82,10 +82,6 @@ at::Tensor to_matrix(const at::Tensor& m, const at::Tensor& t, const at::Tensor&
   return a;
 }
 
-// The features compared at each point: the image's intensities (for every kind: with
-// "mind", the affine stage uses mutual information, see sample_loss).
-at::Tensor features(const at::Tensor& image, const std::string&) { return image; }
-
 // Mutual information of two intensity samples in [0, 1] (n each) over the points where
 // `inside` is 1, from a joint histogram of 32 bins with Gaussian soft binning
 // (differentiable in the moving intensities, as Mattes' Parzen-window estimate).
@@ -105,12 +101,13 @@ at::Tensor mutual_information(const at::Tensor& fixed, const at::Tensor& moving,
   return (joint * (at::log(joint + 1e-12) - at::log(pf.matmul(pm) + 1e-12))).sum();
 }
 
-// The affine stage's loss between fixed and moving features at the same sample points
-// (C×n each), over the points that map inside the moving volume (`inside`, n, 0 or 1):
+// The affine stage's loss between fixed and moving intensities at the same sample points
+// (1×n each), over the points that map inside the moving volume (`inside`, n, 0 or 1):
 // outside it the moving image is unknown, not dark, and counting those points would
 // pull a moving image with a smaller field of view (a slab) to stretch over the fixed
-// one. With "mind", mutual information (below). NCC is global here (1 − Pearson correlation): an affine has 12 parameters to
-// explain the whole image, and local windows over flat regions add only noise.
+// one. With "mind", mutual information (above). NCC is global here (1 − Pearson
+// correlation): an affine has 12 parameters to explain the whole image, and local
+// windows over flat regions add only noise.
 at::Tensor sample_loss(const std::string& kind, const at::Tensor& fixed, const at::Tensor& moving,
                        const at::Tensor& inside) {
   const at::Tensor count = inside.sum();
@@ -119,7 +116,7 @@ at::Tensor sample_loss(const std::string& kind, const at::Tensor& fixed, const a
   // weak to fix scale (a T1 → T2 slab drifted to half its size); mutual information of
   // intensities is the standard multimodal affine metric (elastix's and ANTs' default).
   if (kind == "mind") return -mutual_information(fixed.squeeze(0), moving.squeeze(0), inside);
-  if (kind != "ncc") return ((fixed - moving).pow(2) * inside).sum() / (count * fixed.size(0));
+  if (kind != "ncc") return ((fixed - moving).pow(2) * inside).sum() / count;
   const at::Tensor mf = (fixed * inside).sum() / count, mm = (moving * inside).sum() / count;
   const at::Tensor a = (fixed - mf) * inside, b = (moving - mm) * inside;
   return 1 - (a * b).sum() / ((a * a).sum() * (b * b).sum() + 1e-12).sqrt();
@@ -141,8 +138,8 @@ class AffineFit {
       LevelData d;
       // Fixed points centred on the fixed centre of mass (float32: sub-micron accuracy).
       d.points = (world_points(f, fixed[l].index_to_world) - c_f_).to(opts);
-      d.fixed = features(f, o.similarity).flatten(2).squeeze(0);  // C×N
-      d.moving = features(moving[l].image, o.similarity);          // 1×C×D×H×W
+      d.fixed = f.flatten(2).squeeze(0);  // 1×N intensities
+      d.moving = moving[l].image;         // 1×1×D×H×W
       const at::Tensor to_index = at::inverse(moving[l].index_to_world);
       std::array<double, 3> norm{};
       for (int a = 0; a < 3; ++a) norm[a] = 2.0 / std::max<int64_t>(1, moving[l].image.size(4 - a) - 1);
@@ -178,7 +175,7 @@ class AffineFit {
       const at::Tensor moved =
           at::grid_sampler(d.moving, normalised.view({1, 1, 1, -1, 3}), /*bilinear*/ 0, /*zeros*/ 0, true)
               .flatten(2)
-              .squeeze(0);  // C×n
+              .squeeze(0);  // 1×n
       const at::Tensor fixed = index.defined() ? d.fixed.index_select(1, index) : d.fixed;
       return sample_loss(o_.similarity, fixed, moved, inside);
     };
@@ -206,8 +203,8 @@ class AffineFit {
  private:
   struct LevelData {
     at::Tensor points;          // N×3 fixed world points minus c_f
-    at::Tensor fixed;           // C×N fixed features at those points
-    at::Tensor moving;          // 1×C×D×H×W moving features
+    at::Tensor fixed;           // 1×N fixed intensities at those points
+    at::Tensor moving;          // 1×1×D×H×W moving image
     at::Tensor to_grid;         // 3×3: world → normalised sampling coordinates
     at::Tensor to_grid_offset;  // 3
   };

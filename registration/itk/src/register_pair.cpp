@@ -5,7 +5,6 @@
 #include <c10/core/GradMode.h>
 
 #include <array>
-#include <chrono>
 #include <vector>
 #include <stdexcept>
 
@@ -45,7 +44,8 @@ at::Tensor crop(const at::Tensor& t, const std::array<std::array<int64_t, 2>, 3>
 
 }  // namespace
 
-PairResult register_pair(const io::Volume& fixed, const io::Volume& moving, const PairOptions& o) {
+PairResult register_pair(const io::Volume& fixed, const io::Volume& moving, const PairOptions& o,
+                         StageTimes* times) {
   if (o.device != "cpu" && o.device != "cuda") {
     throw std::invalid_argument("device must be cpu or cuda, got '" + o.device + "'");
   }
@@ -54,11 +54,8 @@ PairResult register_pair(const io::Volume& fixed, const io::Volume& moving, cons
   }
   const at::Device device(o.device == "cuda" ? at::kCUDA : at::kCPU);
   PairResult r;
-  auto last = std::chrono::steady_clock::now();
-  const auto lap = [&](const char* stage) {
-    const auto now = std::chrono::steady_clock::now();
-    r.seconds.emplace_back(stage, std::chrono::duration<double>(now - last).count());
-    last = now;
+  const auto lap = [times](const char* stage) {
+    if (times) times->lap(stage);
   };
   const at::Tensor f = io::normalize_intensity(fixed.data).to(device);
   const io::Volume m{io::normalize_intensity(moving.data), moving.geometry};

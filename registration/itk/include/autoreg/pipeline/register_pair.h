@@ -6,6 +6,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,12 +34,27 @@ struct PairResult {
                             // moving volume, A·(x + u(x)) (affine after deformation)
   at::Tensor displacement;  // 1×3×D×H×W float32, voxels of the fixed grid: the whole map
                             // x ↦ points(x) as a displacement, what is written to disk
-  std::vector<std::pair<std::string, double>> seconds;  // wall time of each stage
+};
+
+// Wall time of consecutive stages: each lap records the time since the previous one.
+class StageTimes {
+ public:
+  void lap(const std::string& stage) {
+    const auto now = std::chrono::steady_clock::now();
+    seconds_.emplace_back(stage, std::chrono::duration<double>(now - last_).count());
+    last_ = now;
+  }
+  const std::vector<std::pair<std::string, double>>& seconds() const { return seconds_; }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  std::vector<std::pair<std::string, double>> seconds_;
 };
 
 // Registers `moving` to `fixed` (any grids, any orientation). Volumes: float32
-// intensities, as read by io::read_volume. Throws c10::Error / std::runtime_error.
+// intensities, as read by io::read_volume. Records its stages in *times when given.
+// Throws c10::Error / std::runtime_error.
 PairResult register_pair(const io::Volume& fixed, const io::Volume& moving,
-                         const PairOptions& options = {});
+                         const PairOptions& options = {}, StageTimes* times = nullptr);
 
 }  // namespace autoreg::pipeline
