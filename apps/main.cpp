@@ -11,12 +11,14 @@
 #include <string>
 
 #include "autoreg/io/volume.h"
+#include "autoreg/registration/archive.h"
 #include "exit_codes.h"
 
 namespace autoreg::apps {
 int run_apply(int argc, char** argv);
 int run_evaluate(int argc, char** argv);
 int run_register(int argc, char** argv);
+int run_train(int argc, char** argv);
 }  // namespace autoreg::apps
 
 namespace {
@@ -34,6 +36,8 @@ const Subcommand kSubcommands[] = {
      "apply a displacement field (autoreg's or ANTs') to an image or label map"},
     {"evaluate", autoreg::apps::run_evaluate,
      "Dice, HD95 and folding of a registration result"},
+    {"train", autoreg::apps::run_train,
+     "train a registration network on a dataset manifest and write a model file"},
 };
 
 void usage(std::FILE* out) {
@@ -66,6 +70,9 @@ int main(int argc, char** argv) {
     } catch (const UsageError& e) {
       std::fprintf(stderr, "autoreg %s: %s\n", s.name, e.what());
       return kUsage;
+    } catch (const autoreg::registration::ModelFileError& e) {
+      std::fprintf(stderr, "autoreg %s: %s\n", s.name, e.what());
+      return kBadInput;
     } catch (const autoreg::io::IoError& e) {
       std::fprintf(stderr, "autoreg %s: %s\n", s.name, e.what());
       return kBadInput;

@@ -3,11 +3,14 @@
 //                  [--affine-only | --no-affine] [--similarity ncc|mse|mind]
 //                  [--regularization λ] [--iterations N1,N2] [--affine-iterations N1,N2]
 //                  [--fixed-orientation C] [--moving-orientation C]
+//                  [--model FILE|default [--refine K]]
 //                  [--device cpu|cuda] [--threads T] [--seed S] [--force] [--json]
 //
-// Without a model: affine pre-alignment in physical space, then instance optimisation of
-// a diffeomorphic field on the pair (autoreg/pipeline/register_pair.h). The moving image
-// and labels are sampled once, through the composed map.
+// Affine pre-alignment in physical space, then a deformable field: a trained model's
+// prediction (optionally refined by K steps of instance optimisation), or without a
+// model instance optimisation of a diffeomorphic field on the pair
+// (autoreg/pipeline/register_pair.h). The moving image and labels are sampled once,
+// through the composed map.
 #include <tclap/CmdLine.h>
 
 #include <ATen/ATen.h>
@@ -29,7 +32,9 @@
 #include "autoreg/io/volume.h"
 #include "autoreg/pipeline/register_pair.h"
 #include "autoreg/registration/metrics.h"
+#include "autoreg/registration/model_file.h"
 #include "exit_codes.h"
+#include "models.h"
 #include "options.h"
 
 namespace autoreg::apps {
@@ -37,6 +42,7 @@ namespace {
 
 struct RegisterParams {
   std::string fixed, moving, out_warped, out_field, moving_labels, out_labels, out_affine;
+  std::string model;  // "" = instance optimisation
   pipeline::PairOptions options;
   std::string fixed_orientation, moving_orientation;  // header overrides ("" = trust it)
   bool force = false;  // resample a label map that is not on its image's grid
@@ -128,6 +134,7 @@ nlohmann::json run(RegisterParams p) {
     if (!out->empty()) io::check_output(*out);
   }
   pipeline::StageTimes times;
+  if (!p.model.empty()) p.options.model = std::make_shared<registration::Model>(registration::load_model(p.model));
   io::Volume fixed = io::read_volume(p.fixed);
   io::Volume moving = io::read_volume(p.moving);
   io::Volume labels;
@@ -189,6 +196,7 @@ nlohmann::json run(RegisterParams p) {
           {"peak_memory_mib", peak_memory_mib()},
           {"threads", at::get_num_threads()},
           {"device", p.options.device},
+          {"model", p.model},
           {"non_positive_jacobian_percent", j.non_positive_percent},
           {"log_jacobian_std", j.log_std}};
 }
@@ -196,9 +204,10 @@ nlohmann::json run(RegisterParams p) {
 }  // namespace
 
 int run_register(int argc, char** argv) {
-  TCLAP::CmdLine cmd("Register a moving volume to a fixed one. Without a model: affine "
-                     "pre-alignment in physical space, then a diffeomorphic field optimised on "
-                     "the pair (stationary velocity, scaling and squaring, coarse to fine).",
+  TCLAP::CmdLine cmd("Register a moving volume to a fixed one: affine pre-alignment in physical "
+                     "space, then a deformable field predicted by a trained network (--model), or "
+                     "without a model a diffeomorphic field optimised on the pair (stationary "
+                     "velocity, scaling and squaring, coarse to fine).",
                      ' ', "0.1");
   TCLAP::ValueArg<std::string> fixed("", "fixed", "fixed image", true, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> moving("", "moving", "moving image", true, "", "FILE", cmd);
@@ -217,6 +226,8 @@ int run_register(int argc, char** argv) {
   TCLAP::ValueArg<std::string> affine_iterations("", "affine-iterations", "affine Adam steps at 4 mm and 2 mm (default 150,100)", false, "150,100", "N1,N2", cmd);
   std::vector<std::string> devices = {"cpu", "cuda"};
   TCLAP::ValuesConstraint<std::string> device_allowed(devices);
+  TCLAP::ValueArg<std::string> model("", "model", "a trained model (.autoreg, from autoreg train), or 'default' for the model shipped with autoreg; without it, instance optimisation", false, "", "FILE", cmd);
+  TCLAP::ValueArg<int> refine("", "refine", "with --model: Adam steps of instance optimisation (1/2 resolution) refining the network's field (default 0)", false, 0, "K", cmd);
   TCLAP::ValueArg<std::string> device("", "device", "cpu (default) or cuda", false, "cpu", &device_allowed, cmd);
   TCLAP::ValueArg<int> threads("", "threads", "CPU threads (default: all)", false, 0, "T", cmd);
   TCLAP::ValueArg<uint64_t> seed("", "seed", "random seed (default 0)", false, 0, "S", cmd);
@@ -254,6 +265,13 @@ int run_register(int argc, char** argv) {
   o.affine.iterations = parse_levels("--affine-iterations", affine_iterations.getValue());
   o.deformable.seed = seed.getValue();
   o.device = device.getValue();
+  if (refine.getValue() < 0) throw UsageError("--refine must be >= 0");
+  if (refine.getValue() > 0 && model.getValue().empty()) throw UsageError("--refine needs --model");
+  if (!model.getValue().empty() && affine_only.getValue()) {
+    throw UsageError("--model and --affine-only exclude each other (the model is the deformable stage)");
+  }
+  p.model = model.getValue() == "default" ? default_model_path() : model.getValue();
+  o.refine = refine.getValue();
   p.force = force.getValue();
   p.fixed_orientation = checked_orientation("--fixed-orientation", fixed_orientation.getValue());
   p.moving_orientation = checked_orientation("--moving-orientation", moving_orientation.getValue());

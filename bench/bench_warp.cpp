@@ -12,9 +12,6 @@
 #include <ATen/Parallel.h>
 #include <c10/core/GradMode.h>
 #include <torch/csrc/autograd/autograd.h>
-#ifdef AUTOREG_WITH_CUDA
-#include <c10/cuda/CUDAFunctions.h>
-#endif
 
 #include <malloc.h>
 
@@ -24,6 +21,7 @@
 #include <string>
 
 #include "autoreg/ops.h"
+#include "bench_common.h"
 #include "ops/helpers.h"  // tests/: the field → grid_sample grid conversion
 
 namespace {
@@ -38,13 +36,7 @@ struct Size {
 };
 constexpr Size kSizes[] = {{"160", 1, 160, 192, 224}, {"80", 16, 80, 96, 112}};
 
-void sync(const at::Device& device) {
-#ifdef AUTOREG_WITH_CUDA
-  if (device.is_cuda()) c10::cuda::device_synchronize();
-#else
-  (void)device;
-#endif
-}
+using autoreg::bench::sync;
 
 at::Tensor grid_sample(const at::Tensor& image, const at::Tensor& disp, Padding padding) {
   return autoreg::test::grid_sample_warp(image, disp, Interpolation::Linear, padding);
@@ -166,6 +158,8 @@ void register_all(const at::Device& device) {
 
 }  // namespace
 
+void register_network_benchmarks(const at::Device& device);  // bench_network.cpp
+
 int main(int argc, char** argv) {
   int threads = 2;
   if (const char* t = std::getenv("AUTOREG_BENCH_THREADS")) threads = std::atoi(t);
@@ -192,7 +186,11 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("keep_freed_memory", keep_memory ? "yes" : "no");
   benchmark::AddCustomContext("thp", std::getenv("THP_MEM_ALLOC_ENABLE"));
   register_all(at::Device(at::kCPU));
-  if (at::hasCUDA()) register_all(at::Device(at::kCUDA));
+  register_network_benchmarks(at::Device(at::kCPU));
+  if (at::hasCUDA()) {
+    register_all(at::Device(at::kCUDA));
+    register_network_benchmarks(at::Device(at::kCUDA));
+  }
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
 """End-to-end timing of `autoreg register` on real pairs, against elastix.
 
-For each pair: no registration, autoreg affine only, autoreg affine + deformable and,
-when the Debian `elastix` package is installed, elastix with a standard affine +
+For each pair: no registration, autoreg affine only, autoreg affine + deformable
+(instance optimisation), with --modes also a trained model (`model`: --model default,
+`model-refine`: --model default --refine 25, `unet`: the model given by --unet-model)
+and, when the Debian `elastix` package is installed, elastix with a standard affine +
 B-spline parameter set (Mattes mutual information, 4 resolutions, adaptive stochastic
 gradient descent) and transformix for the labels. Reports mean Dice over the pair's
 labels, wall time and peak memory (of that process alone) side by side, as a Markdown
 table and as JSON lines.
 
-  bench/register_e2e.py [--pairs oasis,fs01,vxm01] [--threads 2] [--out DIR] [--no-elastix]
+  bench/register_e2e.py [--pairs oasis,fs01,vxm01] [--modes none,affine,full]
+                        [--unet-model FILE] [--threads 2] [--out DIR] [--no-elastix]
 
 Data: $AUTOREG_TEST_DATA, else ../shared/data beside the clone.
 """
@@ -122,11 +125,13 @@ def dice(fixed_labels, warped_labels, labels):
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)["mean_dice"]
 
 
-def run_autoreg(name, pair, out, threads, mode):
+def run_autoreg(name, pair, out, threads, mode, unet_model=None):
     fixed, fixed_labels, moving, moving_labels, labels, extra = pair
     d = out / f"{name}-{mode}"
     d.mkdir(parents=True, exist_ok=True)
-    options = {"none": ["--no-affine", "--iterations", "0,0"], "affine": ["--affine-only"], "full": []}[mode]
+    options = {"none": ["--no-affine", "--iterations", "0,0"], "affine": ["--affine-only"], "full": [],
+               "model": ["--model", "default"], "model-refine": ["--model", "default", "--refine", "25"],
+               "unet": ["--model", str(unet_model)]}[mode]
     cmd = [AUTOREG, "register", "--threads", str(threads), "--fixed", DATA / fixed, "--moving", DATA / moving,
            "--moving-labels", DATA / moving_labels, "--out-labels", d / "labels.nii.gz",
            "--out-warped", d / "warped.nii.gz", "--out-field", d / "field.nii.gz"] + options + extra
@@ -168,6 +173,8 @@ def run_elastix(name, pair, out, threads):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", default="oasis,fs01,vxm01", help="of " + ",".join(PAIRS))
+    ap.add_argument("--modes", default="none,affine,full", help="of none,affine,full,model,model-refine,unet")
+    ap.add_argument("--unet-model", help="a U-Net model file for --modes unet")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default="bench-e2e")
     ap.add_argument("--no-elastix", action="store_true")
@@ -184,7 +191,8 @@ def main():
     with open(out.parent / (out.name + ".jsonl") if out.name else "bench-e2e.jsonl", "a") as log:
         for name in args.pairs.split(","):
             pair = PAIRS[name]
-            jobs = [lambda m=m: run_autoreg(name, pair, out, args.threads, m) for m in ("none", "affine", "full")]
+            jobs = [lambda m=m: run_autoreg(name, pair, out, args.threads, m, args.unet_model)
+                    for m in args.modes.split(",")]
             if elastix:
                 jobs.append(lambda: run_elastix(name, pair, out, args.threads))
             for job in jobs:

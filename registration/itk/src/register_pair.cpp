@@ -4,45 +4,15 @@
 #include <ATen/Context.h>
 #include <c10/core/GradMode.h>
 
-#include <array>
-#include <vector>
 #include <stdexcept>
 
 #include "autoreg/io/field.h"
 #include "autoreg/io/grid.h"
 #include "autoreg/io/transform.h"
+#include "autoreg/ops.h"
+#include "autoreg/pipeline/frame.h"
 
 namespace autoreg::pipeline {
-namespace {
-
-// Per tensor dimension (D, H, W): the [begin, end) of the box holding every voxel where
-// either image has intensity, with `margin` voxels to spare. Empty images: everything.
-std::array<std::array<int64_t, 2>, 3> foreground_box(const at::Tensor& a, const at::Tensor& b,
-                                                     int64_t margin) {
-  const at::Tensor mask = ((a > 0.02) | (b > 0.02)).squeeze(0).squeeze(0).cpu();
-  std::array<std::array<int64_t, 2>, 3> box{};
-  for (int64_t d = 0; d < 3; ++d) {
-    const int64_t n = mask.size(d);
-    std::vector<int64_t> others;
-    for (int64_t e = 0; e < 3; ++e) {
-      if (e != d) others.push_back(e);
-    }
-    const at::Tensor any = mask.any(others[1]).any(others[0]);  // n
-    const at::Tensor where = any.nonzero();
-    if (where.numel() == 0) return {{{0, mask.size(0)}, {0, mask.size(1)}, {0, mask.size(2)}}};
-    box[d] = {std::max<int64_t>(0, where.min().item<int64_t>() - margin),
-              std::min<int64_t>(n, where.max().item<int64_t>() + 1 + margin)};
-  }
-  return box;
-}
-
-at::Tensor crop(const at::Tensor& t, const std::array<std::array<int64_t, 2>, 3>& box) {
-  at::Tensor c = t;
-  for (int d = 0; d < 3; ++d) c = c.slice(2 + d, box[d][0], box[d][1]);
-  return c.contiguous();
-}
-
-}  // namespace
 
 PairResult register_pair(const io::Volume& fixed, const io::Volume& moving, const PairOptions& o,
                          StageTimes* times) {
@@ -57,8 +27,10 @@ PairResult register_pair(const io::Volume& fixed, const io::Volume& moving, cons
   const auto lap = [times](const char* stage) {
     if (times) times->lap(stage);
   };
-  const at::Tensor f = io::normalize_intensity(fixed.data).to(device);
-  const io::Volume m{io::normalize_intensity(moving.data), moving.geometry};
+  const std::array<double, 2> percentiles =
+      o.model ? o.model->info.normalization : std::array<double, 2>{0.5, 99.5};
+  const at::Tensor f = io::normalize_intensity(fixed.data, percentiles[0], percentiles[1]).to(device);
+  const io::Volume m{io::normalize_intensity(moving.data, percentiles[0], percentiles[1]), moving.geometry};
   lap("normalise");
   r.affine = at::eye(4, at::kDouble);
   if (o.stages != Stages::DeformableOnly) {
@@ -71,6 +43,31 @@ PairResult register_pair(const io::Volume& fixed, const io::Volume& moving, cons
   const at::Tensor grid_points = io::physical_points(fixed.geometry);
   if (o.stages == Stages::AffineOnly) {
     r.deformation = at::zeros_like(grid_points);
+  } else if (o.model) {
+    const io::Volume fixed_normalised{f.cpu(), fixed.geometry};
+    const io::Geometry frame = model_frame(fixed_normalised, o.model->info);
+    o.model->network->to(device);
+    r.deformation = predict_on_fixed_grid(*o.model, on_frame(m, r.affine, frame).to(device),
+                                          on_frame(fixed_normalised, at::eye(4, at::kDouble), frame).to(device),
+                                          frame, fixed.geometry);
+    lap("network");
+    if (o.refine > 0) {
+      // Instance optimisation of a residual field on the network's result: the moving
+      // image warped so far, then x ↦ x + r(x) followed by the network's map.
+      const at::Tensor moved = io::sample_at(
+          m, io::transform_points(r.affine, grid_points + io::voxel_to_physical(r.deformation, fixed.geometry)));
+      const Box box = o.crop ? foreground_box(f, moved, 8) : Box{{{0, f.size(2)}, {0, f.size(3)}, {0, f.size(4)}}};
+      registration::InstanceOptions refine = o.deformable;
+      refine.iterations = {0, o.refine};
+      at::Tensor residual;
+      {
+        c10::AutoGradMode grad(true);
+        residual = registration::fit_displacement(crop(f, box), crop(moved, box).to(device), refine).cpu();
+      }
+      residual = uncrop_replicate(residual, box, f.sizes().slice(2));
+      r.deformation = ops::compose(r.deformation, residual);
+      lap("refine");
+    }
   } else {
     // The moving image after the affine, on the fixed grid, is what the field is fitted to.
     const at::Tensor moved = io::sample_at(m, io::transform_points(r.affine, grid_points));
@@ -78,17 +75,13 @@ PairResult register_pair(const io::Volume& fixed, const io::Volume& moving, cons
     // Fitted only in the box around the two foregrounds (a 256³ head scan is mostly
     // air), and extended outside it by its border values: continuous, so no folding at
     // the box's faces.
-    const auto box = o.crop ? foreground_box(f, moved, 8)
-                            : std::array<std::array<int64_t, 2>, 3>{
-                                  {{0, f.size(2)}, {0, f.size(3)}, {0, f.size(4)}}};
+    const Box box = o.crop ? foreground_box(f, moved, 8) : Box{{{0, f.size(2)}, {0, f.size(3)}, {0, f.size(4)}}};
     at::Tensor inside;
     {
       c10::AutoGradMode grad(true);
       inside = registration::fit_displacement(crop(f, box), crop(moved, box).to(device), o.deformable).cpu();
     }
-    r.deformation = at::replication_pad3d(
-        inside, {box[2][0], f.size(4) - box[2][1], box[1][0], f.size(3) - box[1][1], box[0][0],
-                 f.size(2) - box[0][1]});
+    r.deformation = uncrop_replicate(inside, box, f.sizes().slice(2));
     lap("deformable");
   }
   r.points = io::transform_points(

@@ -1,12 +1,14 @@
 // Registering two volumes on their own grids: intensity normalisation, affine
-// pre-alignment in physical space, then instance optimisation of a diffeomorphic field
-// on the fixed grid, composed into one map. What `autoreg register` runs, and (next)
-// the ITK filter, so that both give the same result.
+// pre-alignment in physical space, then a deformable field on the fixed grid (a trained
+// network's prediction on the model frame, optionally refined by instance optimisation;
+// or instance optimisation alone), composed into one map. What `autoreg register` runs,
+// and (next) the ITK filter, so that both give the same result.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "autoreg/io/volume.h"
 #include "autoreg/registration/affine.h"
 #include "autoreg/registration/instance.h"
+#include "autoreg/registration/model_file.h"
 
 namespace autoreg::pipeline {
 
@@ -25,6 +28,12 @@ struct PairOptions {
   registration::InstanceOptions deformable;
   std::string device = "cpu";  // "cpu" or "cuda"
   bool crop = true;             // fit the field only around the images' foreground
+  // A trained model: its network predicts the deformable part (on its model frame,
+  // pipeline/frame.h) instead of instance optimisation. Null: instance optimisation.
+  std::shared_ptr<registration::Model> model;
+  // With a model: iterations of instance optimisation (at 1/2 resolution, the options of
+  // `deformable`) that refine the network's field. 0: the network's field as it is.
+  int64_t refine = 0;
 };
 
 struct PairResult {

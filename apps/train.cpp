@@ -1,0 +1,239 @@
+// autoreg train --manifest M --out model.autoreg [--genotype FILE | --unet]
+//               [--grid DxHxW | --spacing MM] [--steps N | --epochs E] [--lr R]
+//               [--similarity ncc|mse|mind] [--lambda λ] [--dice-weight W]
+//               [--synthetic F] [--no-augment] [--checkpoint-every N] [--validate-every N]
+//               [--cache DIR] [--log FILE] [--device cpu|cuda] [--threads T] [--seed S] [--resume]
+//
+// Preprocesses the manifest's subjects onto the model grid (cached), trains the network,
+// writes a checkpoint (<out>.ckpt) every N steps and the model at the end. A progress
+// line goes to stderr, one JSON line per step to the log (<out>.log.jsonl).
+#include <tclap/CmdLine.h>
+
+#include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "autoreg/io/manifest.h"
+#include "autoreg/io/volume.h"
+#include "autoreg/pipeline/dataset.h"
+#include "autoreg/registration/model_file.h"
+#include "autoreg/registration/train.h"
+#include "exit_codes.h"
+#include "options.h"
+
+namespace autoreg::apps {
+namespace {
+
+struct TrainParams {
+  std::string manifest, out, cache, log;
+  registration::ModelInfo info;
+  registration::TrainOptions options;
+  int64_t epochs = 0;  // > 0: steps = epochs × training subjects
+  int64_t checkpoint_every = 100, validate_every = 100;
+  bool resume = false;
+};
+
+std::array<int64_t, 3> parse_grid(const std::string& text) {
+  std::string t = text;
+  for (char& c : t) {
+    if (c == 'x' || c == 'X') c = ',';
+  }
+  const std::vector<int64_t> v = parse_int_list("--grid", t);
+  if (v.size() != 3 || v[0] <= 0 || v[1] <= 0 || v[2] <= 0) {
+    throw UsageError("--grid: three positive sizes DxHxW, e.g. 96x112x96");
+  }
+  return {v[0], v[1], v[2]};
+}
+
+std::string duration(double seconds) {
+  char buf[32];
+  const long s = long(seconds + 0.5);
+  if (s >= 3600) {
+    std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, s / 60 % 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  }
+  return buf;
+}
+
+int train(TrainParams p) {
+  io::check_output(p.out);
+  const std::string checkpoint = p.out + ".ckpt";
+  if (p.resume && !std::filesystem::exists(checkpoint)) {
+    throw UsageError("--resume: no checkpoint " + checkpoint + " to resume from");
+  }
+  const io::Manifest manifest = io::read_manifest(p.manifest);
+  registration::Model probe = registration::make_model(
+      [&] { auto i = p.info; if (i.grid[0] == 0) i.grid = {16, 16, 16}; return i; }());
+  pipeline::DatasetOptions dataset;
+  dataset.cache_dir = p.cache;
+  dataset.progress = [](const std::string& line) { std::fprintf(stderr, "preprocess: %s\n", line.c_str()); };
+  registration::TrainingSet data;
+  try {
+    data = pipeline::load_training_set(manifest, p.info, probe.network->size_multiple(), dataset);
+  } catch (const std::invalid_argument& e) {
+    throw io::IoError(e.what());  // a manifest that cannot train: bad input
+  }
+  std::fprintf(stderr, "training set: %zu training, %zu validation subjects%s; model grid %ldx%ldx%ld at %g mm\n",
+               data.train.size(), data.validation.size(), data.atlas ? ", atlas mode" : ", pairwise mode",
+               long(p.info.grid[0]), long(p.info.grid[1]), long(p.info.grid[2]), p.info.spacing[0]);
+  if (p.epochs > 0) p.options.steps = p.epochs * int64_t(data.train.size());
+
+  at::manual_seed(p.options.seed);
+  registration::Model model = registration::make_model(p.info);
+  std::unique_ptr<registration::Trainer> made;
+  try {
+    made = std::make_unique<registration::Trainer>(model, data, p.options);
+  } catch (const std::invalid_argument& e) {
+    throw io::IoError(p.manifest + ": " + e.what());
+  }
+  registration::Trainer& trainer = *made;
+  if (p.resume) {
+    trainer.resume(checkpoint);
+    std::fprintf(stderr, "resumed from %s at step %ld\n", checkpoint.c_str(), long(trainer.step()));
+  }
+  std::ofstream log(p.log, p.resume ? std::ios::app : std::ios::trunc);
+  if (!log) throw io::IoError(p.log + ": cannot write the training log");
+
+  const auto started = std::chrono::steady_clock::now();
+  const int64_t first = trainer.step();
+  double validation = std::nan("");
+  while (trainer.step() < p.options.steps) {
+    const registration::StepReport r = trainer.train_step();
+    const bool last = r.step == p.options.steps;
+    nlohmann::json line = {{"step", r.step}, {"loss", r.loss}, {"similarity", r.similarity},
+                           {"smoothness", r.smoothness}, {"dice_loss", r.dice}};
+    if (r.step % p.validate_every == 0 || last) {
+      validation = trainer.validate();
+      if (std::isfinite(validation)) line["validation_dice"] = validation;
+    }
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    const double per_step = elapsed / double(r.step - first);
+    line["seconds"] = elapsed;
+    log << line.dump() << "\n" << std::flush;
+    if (r.step % p.checkpoint_every == 0 || last) trainer.save_checkpoint(checkpoint);
+    if (r.step % 10 == 0 || last || r.step == first + 1) {
+      std::fprintf(stderr, "step %ld/%ld  loss %.4f (similarity %.4f, smoothness %.4f, dice %.4f)  validation Dice %s  %.2f s/step  %s left\n",
+                   long(r.step), long(p.options.steps), r.loss, r.similarity, r.smoothness, r.dice,
+                   std::isfinite(validation) ? std::to_string(validation).substr(0, 5).c_str() : "-",
+                   per_step, duration(per_step * double(p.options.steps - r.step)).c_str());
+    }
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  auto& notes = model.info.notes;
+  notes["trained"] = date;
+  notes["manifest"] = std::filesystem::path(p.manifest).filename().string();
+  notes["mode"] = data.atlas ? "atlas" : "pairwise";
+  notes["subjects"] = std::to_string(data.train.size()) + " train, " + std::to_string(data.validation.size()) + " validation";
+  notes["steps"] = std::to_string(p.options.steps);
+  notes["similarity"] = p.options.similarity;
+  notes["lambda"] = std::to_string(p.options.smoothness);
+  notes["dice_weight"] = std::to_string(p.options.dice_weight);
+  notes["synthetic_fraction"] = std::to_string(p.options.synthetic_fraction);
+  notes["learning_rate"] = std::to_string(p.options.learning_rate);
+  if (std::isfinite(validation)) notes["validation_dice"] = std::to_string(validation);
+  if (!p.resume) notes["training_seconds"] = std::to_string(seconds);
+  registration::save_model(p.out, model);
+  std::fprintf(stderr, "wrote %s (%ld steps, %s this run)\n", p.out.c_str(), long(p.options.steps), duration(seconds).c_str());
+  return kOk;
+}
+
+}  // namespace
+
+int run_train(int argc, char** argv) {
+  TCLAP::CmdLine cmd("Train a registration network on the subjects of a CSV manifest (image,labels,split; "
+                     "split: train, val, test or atlas) and write a model file.", ' ', "0.1");
+  TCLAP::ValueArg<std::string> manifest("", "manifest", "CSV manifest of the dataset", true, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> out("", "out", "the model file to write (.autoreg)", true, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> genotype("", "genotype", "AutoReg genotype file (12 operation names; default: 3³ convolutions everywhere)", false, "", "FILE", cmd);
+  TCLAP::SwitchArg unet("", "unet", "train the VoxelMorph-style U-Net baseline instead", cmd, false);
+  TCLAP::ValueArg<std::string> grid("", "grid", "model grid DxHxW (default: the reference's foreground at --spacing)", false, "", "DxHxW", cmd);
+  TCLAP::ValueArg<double> spacing("", "spacing", "model grid spacing in mm (default 2)", false, 2.0, "MM", cmd);
+  TCLAP::ValueArg<int64_t> steps("", "steps", "training steps (one pair each; default 1000)", false, 1000, "N", cmd);
+  TCLAP::ValueArg<int64_t> epochs("", "epochs", "instead of --steps: passes over the training subjects", false, 0, "E", cmd);
+  TCLAP::ValueArg<double> lr("", "lr", "Adam learning rate (default 1e-4)", false, 1e-4, "R", cmd);
+  std::vector<std::string> sims = {"ncc", "mse", "mind"};
+  TCLAP::ValuesConstraint<std::string> sim_allowed(sims);
+  TCLAP::ValueArg<std::string> similarity("", "similarity", "ncc (default, window 9), mse or mind", false, "ncc", &sim_allowed, cmd);
+  TCLAP::ValueArg<double> lambda("", "lambda", "weight of the smoothness term (default 1)", false, 1.0, "λ", cmd);
+  TCLAP::ValueArg<double> dice_weight("", "dice-weight", "weight of soft Dice on label maps (default 1; 0 = unsupervised)", false, 1.0, "W", cmd);
+  TCLAP::ValueArg<double> synthetic("", "synthetic", "share of steps whose moving image is synthesised from its labels (default 0; subjects without an image always are)", false, 0.0, "F", cmd);
+  TCLAP::SwitchArg no_augment("", "no-augment", "no random deformations and intensity changes", cmd, false);
+  TCLAP::SwitchArg plain("", "no-diffeomorphic", "predict displacements directly instead of integrating velocity fields", cmd, false);
+  TCLAP::ValueArg<int64_t> checkpoint_every("", "checkpoint-every", "steps between checkpoints (default 100)", false, 100, "N", cmd);
+  TCLAP::ValueArg<int64_t> validate_every("", "validate-every", "steps between validations (default 100)", false, 100, "N", cmd);
+  TCLAP::ValueArg<std::string> cache("", "cache", "folder for preprocessed volumes (default <out>.cache)", false, "", "DIR", cmd);
+  TCLAP::ValueArg<std::string> log("", "log", "JSON-lines training log (default <out>.log.jsonl)", false, "", "FILE", cmd);
+  std::vector<std::string> devices = {"cpu", "cuda"};
+  TCLAP::ValuesConstraint<std::string> device_allowed(devices);
+  TCLAP::ValueArg<std::string> device("", "device", "cpu (default) or cuda", false, "cpu", &device_allowed, cmd);
+  TCLAP::ValueArg<int> threads("", "threads", "CPU threads (default: all)", false, 0, "T", cmd);
+  TCLAP::ValueArg<uint64_t> seed("", "seed", "random seed (default 0)", false, 0, "S", cmd);
+  TCLAP::SwitchArg resume("", "resume", "continue from <out>.ckpt (same options)", cmd, false);
+  cmd.setExceptionHandling(false);
+  cmd.parse(argc, argv);
+
+  TrainParams p;
+  p.manifest = manifest.getValue();
+  p.out = out.getValue();
+  p.cache = cache.isSet() ? cache.getValue() : p.out + ".cache";
+  p.log = log.isSet() ? log.getValue() : p.out + ".log.jsonl";
+  refuse_overwrite({&p.out}, {&p.manifest});
+  if (unet.getValue() && genotype.isSet()) throw UsageError("--genotype and --unet exclude each other");
+  auto& n = p.info.network;
+  n.kind = unet.getValue() ? "unet" : "autoreg";
+  if (genotype.isSet()) {
+    try {
+      n.genotype = registration::read_genotype(genotype.getValue());
+    } catch (const std::invalid_argument& e) {
+      throw io::IoError(e.what());
+    }
+  }
+  n.diffeomorphic = !plain.getValue();
+  if (!(spacing.getValue() > 0)) throw UsageError("--spacing must be > 0");
+  p.info.spacing = {spacing.getValue(), spacing.getValue(), spacing.getValue()};
+  p.info.grid = grid.isSet() ? parse_grid(grid.getValue()) : std::array<int64_t, 3>{0, 0, 0};
+  const int64_t multiple = unet.getValue() ? 16 : 4;
+  for (int64_t size : p.info.grid) {
+    if (size % multiple != 0) {
+      throw UsageError("--grid: the " + p.info.network.kind + " network needs sizes that are multiples of " + std::to_string(multiple));
+    }
+  }
+  if (steps.getValue() <= 0 || epochs.getValue() < 0) throw UsageError("--steps and --epochs must be positive");
+  if (steps.isSet() && epochs.isSet()) throw UsageError("--steps and --epochs exclude each other");
+  if (!(lr.getValue() > 0)) throw UsageError("--lr must be > 0");
+  if (lambda.getValue() < 0 || dice_weight.getValue() < 0) throw UsageError("--lambda and --dice-weight must be >= 0");
+  if (synthetic.getValue() < 0 || synthetic.getValue() > 1) throw UsageError("--synthetic must be in [0, 1]");
+  if (checkpoint_every.getValue() <= 0 || validate_every.getValue() <= 0) {
+    throw UsageError("--checkpoint-every and --validate-every must be positive");
+  }
+  auto& o = p.options;
+  o.steps = steps.getValue();
+  p.epochs = epochs.getValue();
+  o.learning_rate = lr.getValue();
+  o.similarity = similarity.getValue();
+  o.smoothness = lambda.getValue();
+  o.dice_weight = dice_weight.getValue();
+  o.synthetic_fraction = synthetic.getValue();
+  o.augment = !no_augment.getValue();
+  o.seed = seed.getValue();
+  o.device = device.getValue();
+  p.checkpoint_every = checkpoint_every.getValue();
+  p.validate_every = validate_every.getValue();
+  p.resume = resume.getValue();
+  if (threads.getValue() > 0) at::set_num_threads(threads.getValue());
+  return train(p);
+}
+
+}  // namespace autoreg::apps

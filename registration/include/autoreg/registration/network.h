@@ -1,0 +1,48 @@
+// The contract every registration network keeps, and how one is built from its
+// description. Networks: the AutoReg cell network (autoreg_net.h) and the
+// VoxelMorph-style U-Net baseline (unet.h).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <torch/nn/module.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "autoreg/registration/genotype.h"
+
+namespace autoreg::registration {
+
+// Input: moving and fixed, 1×1×D×H×W each (N×1×D×H×W for a batch), one grid, D, H, W
+// multiples of 4 (the networks halve the grid twice, the U-Net four times: 16), intensities
+// normalised to about [0, 1]. Output: the displacement u, N×3×D×H×W in voxels of that
+// grid, such that warp(moving, u) ≈ fixed.
+class RegistrationNetwork : public torch::nn::Module {
+ public:
+  virtual at::Tensor forward(const at::Tensor& moving, const at::Tensor& fixed) = 0;
+  // The multiple that every spatial size must be.
+  virtual int64_t size_multiple() const = 0;
+};
+
+// What a network is, enough to rebuild it (the weights aside): stored in model files.
+struct NetworkSpec {
+  std::string kind = "autoreg";          // "autoreg" or "unet"
+  Genotype genotype = Genotype::standard();  // autoreg only
+  bool diffeomorphic = true;             // integrate velocity fields (scaling and squaring)
+  int64_t integration_steps = 7;
+  bool matching_cost = true;             // autoreg: an L1 matching-cost channel into each D cell
+};
+
+// A freshly initialised network (weights from the current torch seed).
+std::shared_ptr<RegistrationNetwork> make_network(const NetworkSpec& spec);
+
+// Throws std::invalid_argument unless every spatial size of `image` (N×1×D×H×W) is a
+// positive multiple of `multiple`.
+void check_network_input(const at::Tensor& moving, const at::Tensor& fixed, int64_t multiple);
+
+// A displacement of `u`'s grid on a grid twice as fine along every axis (trilinear),
+// in voxels of the finer grid.
+at::Tensor upsample_field(const at::Tensor& u);
+
+}  // namespace autoreg::registration

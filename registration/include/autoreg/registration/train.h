@@ -1,0 +1,81 @@
+// Training a registration network on volumes already on the model's grid (preprocessing
+// from files to that grid is io/'s and the pipeline's): unsupervised similarity +
+// smoothness, plus soft Dice where label maps exist; atlas mode (every subject to one
+// atlas) or pairwise mode (random pairs of subjects); augmentation by random smooth
+// deformations and intensity changes; synthetic images from label maps. Checkpoints hold
+// the model, the optimiser's state and the step, and every step's randomness is seeded
+// from (seed, step), so a resumed run continues exactly as the uninterrupted one.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autoreg/registration/model_file.h"
+
+namespace torch::optim {
+class Adam;
+}
+
+namespace autoreg::registration {
+
+struct Subject {
+  std::string name;
+  at::Tensor image;   // 1×1×D×H×W float32 in [0, 1] on the model grid; undefined: labels only
+  at::Tensor labels;  // 1×1×D×H×W int32 on the model grid; undefined: none
+};
+
+struct TrainingSet {
+  std::vector<Subject> train, validation;
+  std::optional<Subject> atlas;  // atlas mode when set, pairwise otherwise
+  at::Tensor intensity_table;    // for synthetic images (augment.h); undefined: none
+};
+
+struct TrainOptions {
+  int64_t steps = 1000;
+  double learning_rate = 1e-4;           // Adam
+  std::string similarity = "ncc";        // ncc (window 9), mse or mind
+  double smoothness = 1.0;               // λ on the L2 gradient of the displacement
+  double dice_weight = 1.0;              // on soft Dice where both label maps exist
+  bool augment = true;                   // random smooth deformation + intensity
+  double deformation_voxels = 2.0;       // σ of the random deformation, model voxels
+  double synthetic_fraction = 0.0;       // share of steps whose moving image is synthesised
+  uint64_t seed = 0;
+  std::string device = "cpu";
+};
+
+struct StepReport {
+  int64_t step = 0;  // steps done, this one included
+  double loss = 0, similarity = 0, smoothness = 0, dice = 0;  // dice: the soft Dice loss term
+};
+
+class Trainer {
+ public:
+  Trainer(Model& model, TrainingSet data, TrainOptions options);
+  ~Trainer();
+
+  int64_t step() const { return step_; }
+  StepReport train_step();
+  // Mean Dice of the validation subjects' warped label maps (nearest) against the atlas
+  // (atlas mode) or of consecutive validation subjects (pairwise); NaN without labels.
+  double validate();
+
+  // The model, the optimiser's state, the step and the options' fingerprint, written
+  // atomically; resume() refuses a checkpoint of other options.
+  void save_checkpoint(const std::string& path) const;
+  void resume(const std::string& path);
+
+ private:
+  std::string fingerprint() const;
+  Model& model_;
+  TrainingSet data_;
+  TrainOptions options_;
+  std::unique_ptr<torch::optim::Adam> adam_;
+  int64_t step_ = 0;
+};
+
+}  // namespace autoreg::registration

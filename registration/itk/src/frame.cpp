@@ -1,0 +1,81 @@
+#include "autoreg/pipeline/frame.h"
+
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+
+#include <vector>
+
+#include "autoreg/io/field.h"
+#include "autoreg/io/grid.h"
+#include "autoreg/io/transform.h"
+
+namespace autoreg::pipeline {
+
+Box foreground_box(const at::Tensor& a, const at::Tensor& b, int64_t margin) {
+  const at::Tensor mask = ((a > 0.02) | (b > 0.02)).squeeze(0).squeeze(0).cpu();
+  Box box{};
+  for (int64_t d = 0; d < 3; ++d) {
+    const int64_t n = mask.size(d);
+    std::vector<int64_t> others;
+    for (int64_t e = 0; e < 3; ++e) {
+      if (e != d) others.push_back(e);
+    }
+    const at::Tensor where = mask.any(others[1]).any(others[0]).nonzero();
+    if (where.numel() == 0) return {{{0, mask.size(0)}, {0, mask.size(1)}, {0, mask.size(2)}}};
+    box[d] = {std::max<int64_t>(0, where.min().item<int64_t>() - margin),
+              std::min<int64_t>(n, where.max().item<int64_t>() + 1 + margin)};
+  }
+  return box;
+}
+
+at::Tensor crop(const at::Tensor& t, const Box& box) {
+  at::Tensor c = t;
+  for (int d = 0; d < 3; ++d) c = c.slice(2 + d, box[d][0], box[d][1]);
+  return c.contiguous();
+}
+
+at::Tensor uncrop_replicate(const at::Tensor& inside, const Box& box, at::IntArrayRef full) {
+  return at::replication_pad3d(inside, {box[2][0], full[2] - box[2][1], box[1][0], full[1] - box[1][1],
+                                        box[0][0], full[0] - box[0][1]});
+}
+
+io::Geometry model_frame(const io::Volume& fixed, const registration::ModelInfo& info) {
+  const Box box = foreground_box(fixed.data, fixed.data, 0);
+  const io::Geometry& g = fixed.geometry;
+  io::Geometry frame;
+  frame.direction = g.direction;
+  std::array<double, 3> centre_mm{};  // along the fixed axes i, j, k, from voxel 0
+  for (int a = 0; a < 3; ++a) {
+    const int t = 2 - a;  // tensor dimension of axis a
+    frame.size[a] = info.grid[t];
+    frame.spacing[a] = info.spacing[t];
+    const double centre_index = 0.5 * double(box[t][0] + box[t][1] - 1);
+    centre_mm[a] = g.spacing[a] * centre_index - frame.spacing[a] * 0.5 * double(frame.size[a] - 1);
+  }
+  for (int r = 0; r < 3; ++r) {
+    frame.origin[r] = g.origin[r];
+    for (int a = 0; a < 3; ++a) frame.origin[r] += g.direction[3 * r + a] * centre_mm[a];
+  }
+  return frame;
+}
+
+at::Tensor on_frame(const io::Volume& volume, const at::Tensor& affine, const io::Geometry& frame) {
+  return io::sample_at(volume, io::transform_points(affine, io::physical_points(frame)));
+}
+
+at::Tensor predict_on_fixed_grid(registration::Model& model, const at::Tensor& moving_on_frame,
+                                 const at::Tensor& fixed_on_frame, const io::Geometry& frame,
+                                 const io::Geometry& fixed_grid) {
+  c10::AutoGradMode no_grad(false);
+  model.network->eval();
+  const at::Tensor u = model.network->forward(moving_on_frame, fixed_on_frame).cpu();
+  const at::Tensor mm = io::voxel_to_physical(u, frame);  // LPS vectors on the frame
+  const at::Tensor points = io::physical_points(fixed_grid);
+  std::vector<at::Tensor> channels;
+  for (int64_t c = 0; c < 3; ++c) {
+    channels.push_back(io::sample_at(io::Volume{mm.narrow(1, c, 1).to(at::kFloat).contiguous(), frame}, points));
+  }
+  return io::physical_to_voxel(at::cat(channels, 1), fixed_grid).to(at::kFloat);
+}
+
+}  // namespace autoreg::pipeline

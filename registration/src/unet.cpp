@@ -1,0 +1,53 @@
+#include "autoreg/registration/unet.h"
+
+#include <ATen/ATen.h>
+
+#include <string>
+
+#include "autoreg/ops.h"
+#include "autoreg/registration/operations.h"
+
+namespace autoreg::registration {
+
+UNet::UNet(const NetworkSpec& spec) : spec_(spec) {
+  const int64_t enc[4] = {16, 32, 32, 32}, dec[4] = {32, 32, 32, 32}, rest[3] = {32, 16, 16};
+  int64_t channels = 2;
+  for (int l = 0; l < 4; ++l) {
+    encoder_.push_back(register_module("enc" + std::to_string(l), make_edge("conv_3x3", channels, enc[l], 1)));
+    channels = enc[l];
+  }
+  for (int l = 0; l < 4; ++l) {
+    decoder_.push_back(register_module("dec" + std::to_string(l), make_edge("conv_3x3", channels, dec[l], 1)));
+    channels = dec[l] + enc[3 - l];  // after upsampling, the skip connection joins
+  }
+  for (int l = 0; l < 3; ++l) {
+    remaining_.push_back(register_module("rest" + std::to_string(l), make_edge("conv_3x3", channels, rest[l], 1)));
+    channels = rest[l];
+  }
+  flow_ = register_module("flow", make_flow_head(channels));
+}
+
+at::Tensor UNet::forward(const at::Tensor& moving, const at::Tensor& fixed) {
+  check_network_input(moving, fixed, size_multiple());
+  at::Tensor x = at::cat({moving, fixed}, 1);
+  std::vector<at::Tensor> skips;
+  for (auto& level : encoder_) {
+    x = level->forward(x);
+    skips.push_back(x);
+    x = at::max_pool3d(x, {2, 2, 2});
+  }
+  for (auto& level : decoder_) {
+    x = level->forward(x);
+    x = at::upsample_nearest3d(x, {2 * x.size(2), 2 * x.size(3), 2 * x.size(4)});
+    x = at::cat({x, skips.back()}, 1);
+    skips.pop_back();
+  }
+  for (auto& conv : remaining_) x = conv->forward(x);
+  const at::Tensor v = flow_->forward(x);
+  if (!spec_.diffeomorphic) return v;
+  const at::Tensor half = at::upsample_trilinear3d(v, {v.size(2) / 2, v.size(3) / 2, v.size(4) / 2},
+                                                   /*align_corners=*/false) * 0.5;
+  return upsample_field(ops::integrate(half, spec_.integration_steps));
+}
+
+}  // namespace autoreg::registration

@@ -1,0 +1,118 @@
+// `autoreg train` and `autoreg register --model` as a user runs them, on a tiny
+// synthetic dataset: a manifest, the model file, the log, checkpoints and resume.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "autoreg/io/volume.h"
+#include "cli.h"
+
+namespace autoreg::test {
+namespace {
+
+class Train : public Cli {
+ protected:
+  void SetUp() override {
+    Cli::SetUp();
+    io::Geometry g;
+    g.size = {24, 22, 20};
+    g.spacing = {1.0, 1.1, 1.2};
+    g.origin = {10, -4, 2};
+    const at::Tensor r = at::linspace(-1, 1, 20).view({20, 1, 1}), q = at::linspace(-1, 1, 22).view({1, 22, 1}),
+                     p = at::linspace(-1, 1, 24).view({1, 1, 24});
+    std::ofstream csv(path("data.csv"));
+    csv << "image,labels,split\n";
+    for (int s = 0; s < 5; ++s) {
+      const double shift = 0.08 * (s - 2);
+      const at::Tensor d2 = (r - shift).pow(2) + q.pow(2) + (p + shift).pow(2);
+      const at::Tensor image = (0.4 * (d2 < 0.6).to(at::kFloat) + 0.5 * (d2 < 0.2).to(at::kFloat)).view({1, 1, 20, 22, 24});
+      const at::Tensor labels = ((d2 < 0.6).to(at::kInt) + (d2 < 0.2).to(at::kInt)).view({1, 1, 20, 22, 24});
+      const std::string name = "s" + std::to_string(s);
+      io::write_volume(path(name + ".nii.gz"), {image, g});
+      io::write_volume(path(name + "_seg.nii.gz"), {labels, g});
+      const char* split = s == 0 ? "atlas" : s == 4 ? "val" : "train";
+      // One training subject has only its label map: its image is synthesised.
+      csv << (s == 3 ? "" : name + ".nii.gz") << "," << name << "_seg.nii.gz," << split << "\n";
+    }
+  }
+  int lines_of(const std::string& file) const {
+    std::ifstream in(file);
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) n += line.find("\"step\":") != std::string::npos;
+    return n;
+  }
+};
+
+TEST_F(Train, TrainsResumesAndRegistersWithTheModel) {
+  const std::string base = "train --manifest " + path("data.csv") + " --out " + path("m.autoreg") +
+                           " --grid 16x16x16 --spacing 1.5 --checkpoint-every 2 --validate-every 2 --threads 2";
+  Result r = run(base + " --steps 4");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("atlas mode"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("step 4/4"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("validation Dice 0."), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(path("m.autoreg")));
+  EXPECT_TRUE(fs::exists(path("m.autoreg.ckpt")));
+  EXPECT_EQ(lines_of(path("m.autoreg.log.jsonl")), 4);
+
+  // A second run reads the preprocessed volumes from the cache.
+  r = run(base + " --steps 6 --resume");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("from the cache"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("aligned and resampled"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("resumed from " + path("m.autoreg.ckpt") + " at step 4"), std::string::npos) << r.output;
+  EXPECT_EQ(lines_of(path("m.autoreg.log.jsonl")), 6);
+
+  r = run("register --fixed " + path("s0.nii.gz") + " --moving " + path("s1.nii.gz") + " --out-warped " +
+          path("w.nii.gz") + " --out-field " + path("f.nii.gz") + " --model " + path("m.autoreg") +
+          " --refine 3 --json");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"network\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"refine\""), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(path("w.nii.gz")));
+
+  // --model default finds the model named by AUTOREG_DEFAULT_MODEL.
+  ::setenv("AUTOREG_DEFAULT_MODEL", path("m.autoreg").c_str(), 1);
+  r = run("register --fixed " + path("s0.nii.gz") + " --moving " + path("s1.nii.gz") + " --out-warped " +
+          path("w3.nii.gz") + " --out-field " + path("f3.nii.gz") + " --model default --no-affine");
+  ::unsetenv("AUTOREG_DEFAULT_MODEL");
+  EXPECT_EQ(r.code, 0) << r.output;
+}
+
+TEST_F(Train, BadModelsAndOptions) {
+  std::ofstream(path("fake.autoreg")) << "not a model\n";
+  const std::string io = "register --fixed " + path("s0.nii.gz") + " --moving " + path("s1.nii.gz") +
+                         " --out-warped " + path("w.nii.gz") + " --out-field " + path("f.nii.gz");
+  Result r = run(io + " --model " + path("fake.autoreg"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(path("fake.autoreg") + ": not an autoreg model file"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(path("w.nii.gz")));
+  r = run(io + " --refine 5");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("--refine needs --model"), std::string::npos) << r.output;
+
+  const std::string base = "train --manifest " + path("data.csv") + " --out " + path("m.autoreg") + " --steps 2";
+  r = run(base + " --resume");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("no checkpoint"), std::string::npos) << r.output;
+  r = run(base + " --grid 16x16");
+  EXPECT_EQ(r.code, 1) << r.output;
+  r = run(base + " --grid 18x16x16");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("multiples of 4"), std::string::npos) << r.output;
+  std::ofstream(path("bad.genotype")) << "conv_3x3 conv_3x3\n";
+  r = run(base + " --genotype " + path("bad.genotype"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(path("bad.genotype") + ": a genotype names 12 operations"), std::string::npos) << r.output;
+  std::ofstream(path("bad.csv")) << "image,labels\nmissing.nii.gz,\n";
+  r = run("train --manifest " + path("bad.csv") + " --out " + path("m.autoreg"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(path("bad.csv") + ":2:"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace autoreg::test
