@@ -37,6 +37,7 @@ struct TrainParams {
   registration::ModelInfo info;
   registration::TrainOptions options;
   int64_t epochs = 0;  // > 0: steps = epochs × training subjects
+  int64_t size_multiple = 4;  // what the network needs of the grid's sizes
   int64_t checkpoint_every = 100, validate_every = 100;
   bool resume = false;
 };
@@ -71,14 +72,12 @@ int train(TrainParams p) {
     throw UsageError("--resume: no checkpoint " + checkpoint + " to resume from");
   }
   const io::Manifest manifest = io::read_manifest(p.manifest);
-  registration::Model probe = registration::make_model(
-      [&] { auto i = p.info; if (i.grid[0] == 0) i.grid = {16, 16, 16}; return i; }());
   pipeline::DatasetOptions dataset;
   dataset.cache_dir = p.cache;
   dataset.progress = [](const std::string& line) { std::fprintf(stderr, "preprocess: %s\n", line.c_str()); };
   registration::TrainingSet data;
   try {
-    data = pipeline::load_training_set(manifest, p.info, probe.network->size_multiple(), dataset);
+    data = pipeline::load_training_set(manifest, p.info, p.size_multiple, dataset);
   } catch (const std::invalid_argument& e) {
     throw io::IoError(e.what());  // a manifest that cannot train: bad input
   }
@@ -204,10 +203,11 @@ int run_train(int argc, char** argv) {
   if (!(spacing.getValue() > 0)) throw UsageError("--spacing must be > 0");
   p.info.spacing = {spacing.getValue(), spacing.getValue(), spacing.getValue()};
   p.info.grid = grid.isSet() ? parse_grid(grid.getValue()) : std::array<int64_t, 3>{0, 0, 0};
-  const int64_t multiple = unet.getValue() ? 16 : 4;
+  p.size_multiple = unet.getValue() ? 16 : 4;  // the U-Net halves the grid four times, AutoReg twice
   for (int64_t size : p.info.grid) {
-    if (size % multiple != 0) {
-      throw UsageError("--grid: the " + p.info.network.kind + " network needs sizes that are multiples of " + std::to_string(multiple));
+    if (size % p.size_multiple != 0) {
+      throw UsageError("--grid: the " + p.info.network.kind + " network needs sizes that are multiples of " +
+                       std::to_string(p.size_multiple));
     }
   }
   if (steps.getValue() <= 0 || epochs.getValue() < 0) throw UsageError("--steps and --epochs must be positive");

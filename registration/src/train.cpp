@@ -40,7 +40,10 @@ double mean_dice(const at::Tensor& a, const at::Tensor& b) {
 }  // namespace
 
 Trainer::Trainer(Model& model, TrainingSet data, TrainOptions options)
-    : model_(model), data_(std::move(data)), options_(std::move(options)) {
+    : model_(model),
+      data_(std::move(data)),
+      options_(std::move(options)),
+      device_(options_.device == "cuda" ? at::kCUDA : at::kCPU) {
   check_similarity(options_.similarity);
   if (options_.device != "cpu" && options_.device != "cuda") {
     throw std::invalid_argument("device must be cpu or cuda, got '" + options_.device + "'");
@@ -69,7 +72,7 @@ Trainer::Trainer(Model& model, TrainingSet data, TrainOptions options)
       }
     }
   }
-  model_.network->to(at::Device(options_.device == "cuda" ? at::kCUDA : at::kCPU));
+  model_.network->to(device_);
   adam_ = std::make_unique<torch::optim::Adam>(model_.network->parameters(),
                                                torch::optim::AdamOptions(options_.learning_rate));
 }
@@ -77,7 +80,7 @@ Trainer::Trainer(Model& model, TrainingSet data, TrainOptions options)
 Trainer::~Trainer() = default;
 
 StepReport Trainer::train_step() {
-  const at::Device device(options_.device == "cuda" ? at::kCUDA : at::kCPU);
+  const at::Device& device = device_;
   // This step's randomness depends on (seed, step) alone: resuming repeats it exactly.
   std::mt19937_64 rng(options_.seed * 0x9E3779B97F4A7C15ULL + uint64_t(step_));
   at::manual_seed(options_.seed * 1000003ULL + uint64_t(step_));
@@ -141,7 +144,7 @@ StepReport Trainer::train_step() {
 }
 
 double Trainer::validate() {
-  const at::Device device(options_.device == "cuda" ? at::kCUDA : at::kCPU);
+  const at::Device& device = device_;
   c10::AutoGradMode no_grad(false);
   model_.network->eval();
   std::vector<std::pair<const Subject*, const Subject*>> pairs;  // (moving, fixed)
@@ -216,7 +219,7 @@ void Trainer::resume(const std::string& path) {
       !(loaded.info.network.genotype == model_.info.network.genotype) || loaded.info.grid != model_.info.grid) {
     throw ModelFileError(path + ": a checkpoint of another network or grid");
   }
-  const at::Device device(options_.device == "cuda" ? at::kCUDA : at::kCPU);
+  const at::Device& device = device_;
   c10::AutoGradMode no_grad(false);
   const auto mine = model_.network->parameters();
   const auto theirs = loaded.network->parameters();

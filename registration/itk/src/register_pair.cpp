@@ -41,6 +41,15 @@ PairResult register_pair(const io::Volume& fixed, const io::Volume& moving, cons
   }
   c10::AutoGradMode no_grad(false);
   const at::Tensor grid_points = io::physical_points(fixed.geometry);
+  // Instance optimisation of `moved` (on the fixed grid) to the fixed image, fitted only
+  // in the box around the two foregrounds (a 256³ head scan is mostly air) and extended
+  // outside it by its border values: continuous, so no folding at the box's faces.
+  const auto fit_on_foreground = [&](const at::Tensor& moved, const registration::InstanceOptions& options) {
+    const Box box = o.crop ? foreground_box(f, moved, 8) : Box{{{0, f.size(2)}, {0, f.size(3)}, {0, f.size(4)}}};
+    c10::AutoGradMode grad(true);
+    const at::Tensor inside = registration::fit_displacement(crop(f, box), crop(moved, box).to(device), options);
+    return uncrop_replicate(inside.cpu(), box, f.sizes().slice(2));
+  };
   if (o.stages == Stages::AffineOnly) {
     r.deformation = at::zeros_like(grid_points);
   } else if (o.model) {
@@ -56,32 +65,16 @@ PairResult register_pair(const io::Volume& fixed, const io::Volume& moving, cons
       // image warped so far, then x ↦ x + r(x) followed by the network's map.
       const at::Tensor moved = io::sample_at(
           m, io::transform_points(r.affine, grid_points + io::voxel_to_physical(r.deformation, fixed.geometry)));
-      const Box box = o.crop ? foreground_box(f, moved, 8) : Box{{{0, f.size(2)}, {0, f.size(3)}, {0, f.size(4)}}};
       registration::InstanceOptions refine = o.deformable;
       refine.iterations = {0, o.refine};
-      at::Tensor residual;
-      {
-        c10::AutoGradMode grad(true);
-        residual = registration::fit_displacement(crop(f, box), crop(moved, box).to(device), refine).cpu();
-      }
-      residual = uncrop_replicate(residual, box, f.sizes().slice(2));
-      r.deformation = ops::compose(r.deformation, residual);
+      r.deformation = ops::compose(r.deformation, fit_on_foreground(moved, refine));
       lap("refine");
     }
   } else {
     // The moving image after the affine, on the fixed grid, is what the field is fitted to.
     const at::Tensor moved = io::sample_at(m, io::transform_points(r.affine, grid_points));
     lap("resample");
-    // Fitted only in the box around the two foregrounds (a 256³ head scan is mostly
-    // air), and extended outside it by its border values: continuous, so no folding at
-    // the box's faces.
-    const Box box = o.crop ? foreground_box(f, moved, 8) : Box{{{0, f.size(2)}, {0, f.size(3)}, {0, f.size(4)}}};
-    at::Tensor inside;
-    {
-      c10::AutoGradMode grad(true);
-      inside = registration::fit_displacement(crop(f, box), crop(moved, box).to(device), o.deformable).cpu();
-    }
-    r.deformation = uncrop_replicate(inside, box, f.sizes().slice(2));
+    r.deformation = fit_on_foreground(moved, o.deformable);
     lap("deformable");
   }
   r.points = io::transform_points(

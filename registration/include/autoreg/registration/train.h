@@ -8,6 +8,7 @@
 #pragma once
 
 #include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
 
 #include <cstdint>
 #include <memory>
@@ -74,6 +75,7 @@ class Trainer {
   Model& model_;
   TrainingSet data_;
   TrainOptions options_;
+  at::Device device_;
   std::unique_ptr<torch::optim::Adam> adam_;
   int64_t step_ = 0;
 };
