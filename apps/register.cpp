@@ -30,11 +30,11 @@
 #include "autoreg/io/grid.h"
 #include "autoreg/io/transform.h"
 #include "autoreg/io/volume.h"
+#include "autoreg/pipeline/default_model.h"
 #include "autoreg/pipeline/register_pair.h"
 #include "autoreg/registration/metrics.h"
 #include "autoreg/registration/model_file.h"
 #include "exit_codes.h"
-#include "models.h"
 #include "options.h"
 
 namespace autoreg::apps {
@@ -270,7 +270,11 @@ int run_register(int argc, char** argv) {
   if (!model.getValue().empty() && affine_only.getValue()) {
     throw UsageError("--model and --affine-only exclude each other (the model is the deformable stage)");
   }
-  p.model = model.getValue() == "default" ? default_model_path() : model.getValue();
+  try {
+    p.model = pipeline::resolve_model_name(model.getValue());
+  } catch (const pipeline::NoDefaultModel& e) {
+    throw UsageError(std::string("--model default: ") + e.what());
+  }
   o.refine = refine.getValue();
   p.force = force.getValue();
   p.fixed_orientation = checked_orientation("--fixed-orientation", fixed_orientation.getValue());

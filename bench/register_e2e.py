@@ -3,7 +3,7 @@
 
 For each pair: no registration, autoreg affine only, autoreg affine + deformable
 (instance optimisation), with --modes also a trained model (`model`: --model default,
-`model-refine`: --model default --refine 25, `unet`: the model given by --unet-model)
+`model-refine`: --model default --refine 25, or a NAME given a file by --model-files)
 and, when the Debian `elastix` package is installed, elastix with a standard affine +
 B-spline parameter set (Mattes mutual information, 4 resolutions, adaptive stochastic
 gradient descent) and transformix for the labels. Reports mean Dice over the pair's
@@ -11,7 +11,7 @@ labels, wall time and peak memory (of that process alone) side by side, as a Mar
 table and as JSON lines.
 
   bench/register_e2e.py [--pairs oasis,fs01,vxm01] [--modes none,affine,full]
-                        [--unet-model FILE] [--threads 2] [--out DIR] [--no-elastix]
+                        [--model-files NAME=FILE,...] [--threads 2] [--out DIR] [--no-elastix]
 
 Data: $AUTOREG_TEST_DATA, else ../shared/data beside the clone.
 """
@@ -125,13 +125,13 @@ def dice(fixed_labels, warped_labels, labels):
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)["mean_dice"]
 
 
-def run_autoreg(name, pair, out, threads, mode, unet_model=None):
+def run_autoreg(name, pair, out, threads, mode, model_files):
     fixed, fixed_labels, moving, moving_labels, labels, extra = pair
     d = out / f"{name}-{mode}"
     d.mkdir(parents=True, exist_ok=True)
     options = {"none": ["--no-affine", "--iterations", "0,0"], "affine": ["--affine-only"], "full": [],
                "model": ["--model", "default"], "model-refine": ["--model", "default", "--refine", "25"],
-               "unet": ["--model", str(unet_model)]}[mode]
+               **{n: ["--model", f] for n, f in model_files.items()}}[mode]
     cmd = [AUTOREG, "register", "--threads", str(threads), "--fixed", DATA / fixed, "--moving", DATA / moving,
            "--moving-labels", DATA / moving_labels, "--out-labels", d / "labels.nii.gz",
            "--out-warped", d / "warped.nii.gz", "--out-field", d / "field.nii.gz"] + options + extra
@@ -173,8 +173,9 @@ def run_elastix(name, pair, out, threads):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", default="oasis,fs01,vxm01", help="of " + ",".join(PAIRS))
-    ap.add_argument("--modes", default="none,affine,full", help="of none,affine,full,model,model-refine,unet")
-    ap.add_argument("--unet-model", help="a U-Net model file for --modes unet")
+    ap.add_argument("--modes", default="none,affine,full",
+                    help="of none,affine,full,model,model-refine and the names of --model-files")
+    ap.add_argument("--model-files", default="", help="NAME=FILE,...: model files to register with, as modes")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default="bench-e2e")
     ap.add_argument("--no-elastix", action="store_true")
@@ -186,12 +187,13 @@ def main():
     elastix = shutil.which("elastix") and shutil.which("transformix") and not args.no_elastix
     if not elastix and not args.no_elastix:
         print("register_e2e: elastix not installed (apt-get install elastix): autoreg only", file=sys.stderr)
+    model_files = dict(item.split("=", 1) for item in args.model_files.split(",") if item)
     out = Path(args.out)
     rows = []
     with open(out.parent / (out.name + ".jsonl") if out.name else "bench-e2e.jsonl", "a") as log:
         for name in args.pairs.split(","):
             pair = PAIRS[name]
-            jobs = [lambda m=m: run_autoreg(name, pair, out, args.threads, m, args.unet_model)
+            jobs = [lambda m=m: run_autoreg(name, pair, out, args.threads, m, model_files)
                     for m in args.modes.split(",")]
             if elastix:
                 jobs.append(lambda: run_elastix(name, pair, out, args.threads))

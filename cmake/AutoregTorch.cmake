@@ -1,4 +1,5 @@
-# Finds LibTorch (2.4 or newer) and defines the imported target autoreg::torch.
+# Finds LibTorch (2.4 or newer) and defines the target carrying it: autoreg_torch in this
+# build, the imported autoreg::torch in the installed package.
 #
 # Search order:
 #   1. Torch_DIR or CMAKE_PREFIX_PATH, when the caller gives them (any LibTorch build,
@@ -9,7 +10,13 @@
 #      $AUTOREG_TORCH_VENV, else $AUTOREG_CACHE/torch-<version>, else
 #      ~/.cache/autoreg/torch-<version> (version pinned in scripts/torch-version).
 #   4. python3 on PATH, if its torch is importable.
-file(STRINGS ${CMAKE_CURRENT_LIST_DIR}/../scripts/torch-version AUTOREG_TORCH_PIN LIMIT_COUNT 1)
+# Used by this project's build and, installed beside AutoRegConfig.cmake, by projects
+# that find_package(AutoReg): there AUTOREG_TORCH_PIN (the pinned version),
+# AUTOREG_TORCH_BUILT_WITH (the Torch_DIR autoreg was built with, tried after step 1)
+# and AUTOREG_TORCH_IMPORTED (make autoreg::torch an imported target) are set first.
+if(NOT DEFINED AUTOREG_TORCH_PIN)
+  file(STRINGS ${CMAKE_CURRENT_LIST_DIR}/../scripts/torch-version AUTOREG_TORCH_PIN LIMIT_COUNT 1)
+endif()
 
 function(_autoreg_torch_prefix_from python out)
   execute_process(
@@ -38,6 +45,9 @@ if(NOT DEFINED TORCH_CUDA_ARCH_LIST AND NOT DEFINED ENV{TORCH_CUDA_ARCH_LIST})
 endif()
 
 find_package(Torch QUIET)   # step 1
+if(NOT Torch_FOUND AND AUTOREG_TORCH_BUILT_WITH AND EXISTS "${AUTOREG_TORCH_BUILT_WITH}")
+  find_package(Torch QUIET PATHS "${AUTOREG_TORCH_BUILT_WITH}" NO_DEFAULT_PATH)
+endif()
 if(NOT Torch_FOUND)
   set(_candidates "")
   if(AUTOREG_TORCH_PYTHON)
@@ -96,17 +106,24 @@ else()
 endif()
 
 # One target carrying includes, libraries and TORCH_CXX_FLAGS (the C++ ABI macro).
-if(NOT TARGET autoreg::torch)
-  add_library(autoreg_torch INTERFACE)
-  add_library(autoreg::torch ALIAS autoreg_torch)
-  target_link_libraries(autoreg_torch INTERFACE ${TORCH_LIBRARIES})
-  target_include_directories(autoreg_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
+# In this build it is autoreg_torch (no alias: the installed package's targets name
+# autoreg::torch, which its config creates as an imported target from the LibTorch it finds).
+if(NOT TARGET autoreg_torch AND NOT TARGET autoreg::torch)
+  if(AUTOREG_TORCH_IMPORTED)
+    add_library(autoreg::torch INTERFACE IMPORTED)
+    set(_t autoreg::torch)
+  else()
+    add_library(autoreg_torch INTERFACE)
+    set(_t autoreg_torch)
+  endif()
+  target_link_libraries(${_t} INTERFACE ${TORCH_LIBRARIES})
+  target_include_directories(${_t} SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
   separate_arguments(_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
-  target_compile_options(autoreg_torch INTERFACE $<$<COMPILE_LANGUAGE:CXX>:${_flags}>)
+  target_compile_options(${_t} INTERFACE $<$<COMPILE_LANGUAGE:CXX>:${_flags}>)
   # The PyPI libtorch.so exports 64 std::filesystem symbols that crash when called
   # (seen with 2.11: std::filesystem::remove_all jumps to address 0). Linked after it,
   # libstdc++ loses those lookups to libtorch.so; linking libstdc++ first restores them.
-  target_link_options(autoreg_torch INTERFACE
+  target_link_options(${_t} INTERFACE
     "LINKER:--push-state,--no-as-needed" "-lstdc++" "LINKER:--pop-state")
   # ATen's parallel_for is a header template whose OpenMP pragma is compiled into the
   # caller: without -fopenmp our kernels would silently run on one thread. The PyPI
@@ -115,6 +132,6 @@ if(NOT TARGET autoreg::torch)
   file(STRINGS "${_autoreg_aten_config}" _omp REGEX "define AT_PARALLEL_OPENMP 1")
   if(_omp)
     find_package(OpenMP REQUIRED COMPONENTS CXX)
-    target_link_libraries(autoreg_torch INTERFACE OpenMP::OpenMP_CXX)
+    target_link_libraries(${_t} INTERFACE OpenMP::OpenMP_CXX)
   endif()
 endif()

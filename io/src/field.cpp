@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "autoreg/io/grid.h"
+#include "autoreg/io/itk_image.h"
 #include "itk_bridge.h"
 
 namespace autoreg::io {
@@ -82,24 +83,20 @@ void write_displacement_field(const std::string& path, const at::Tensor& voxels,
                               const Geometry& grid) {
   register_formats();
   check_field("displacement", voxels, grid);
+  if (is_transform_file(path)) {
+    auto transform = itk::DisplacementFieldTransform<double, 3>::New();
+    transform->SetDisplacementField(displacement_to_itk(voxels, grid));
+    write_transform(path, transform);
+    return;
+  }
   // ITK stores the three components of a voxel together: N×3×D×H×W → D×H×W×3.
-  const bool transform_file = is_transform_file(path);
-  const at::ScalarType type = transform_file ? at::kDouble : at::kFloat;
-  const at::Tensor xyz = voxel_to_physical(voxels.to(type).cpu(), grid)
+  const at::Tensor xyz = voxel_to_physical(voxels.to(at::kFloat).cpu(), grid)
                              .squeeze(0)
                              .permute({1, 2, 3, 0})
                              .contiguous();
-  if (!transform_file) {
-    auto image = allocate_image<FieldImage>(grid);
-    std::memcpy(image->GetBufferPointer(), xyz.data_ptr(), xyz.nbytes());
-    write_image(path, image.GetPointer());
-    return;
-  }
-  auto image = allocate_image<TransformField>(grid);
+  auto image = allocate_image<FieldImage>(grid);
   std::memcpy(image->GetBufferPointer(), xyz.data_ptr(), xyz.nbytes());
-  auto transform = itk::DisplacementFieldTransform<double, 3>::New();
-  transform->SetDisplacementField(image);
-  write_transform(path, transform);
+  write_image(path, image.GetPointer());
 }
 
 at::Tensor read_displacement_field(const std::string& path, Geometry* grid) {

@@ -144,23 +144,25 @@ at::Tensor sample_at(const Volume& volume, const at::Tensor& points) {
               "sample_at: points must be 1×3×D×H×W, got ", points.sizes());
   const at::ScalarType t = volume.data.scalar_type();
   TORCH_CHECK(t == at::kFloat || t == at::kInt, "sample_at: volume data must be float32 or int32, got ", t);
-  // Physical → voxel index → grid_sampler's [-1, 1] per axis (align_corners).
+  // Physical → continuous voxel index (float64 matrix, one affine map per point).
   const at::Tensor to_index = at::inverse(index_to_world(volume.geometry));
-  at::Tensor scale = at::empty({3}, at::kDouble), shift = at::empty({3}, at::kDouble);
+  const at::Tensor index = at::einsum("rc,ncdhw->ndhwr", {to_index.slice(0, 0, 3).slice(1, 0, 3).to(at::kFloat),
+                                                         points.to(at::kFloat)}) +
+                           to_index.slice(0, 0, 3).select(1, 3).to(at::kFloat);
+  // Inside the voxels' extent, [-0.5, n - 0.5) along each axis (ITK's IsInsideBuffer).
+  at::Tensor size = at::empty({3}, at::kFloat), scale = at::empty({3}, at::kFloat);
   for (int a = 0; a < 3; ++a) {
     const int64_t n = volume.geometry.size[a];
-    scale[a] = n > 1 ? 2.0 / double(n - 1) : 0.0;
-    shift[a] = n > 1 ? -1.0 : 0.0;
+    size[a] = float(n);
+    scale[a] = n > 1 ? 2.0f / float(n - 1) : 0.0f;
   }
-  // One affine map: normalised = scale · (M⁻¹ · p + m⁻¹) + shift, per point, in float64.
-  const at::Tensor m = scale.unsqueeze(1) * to_index.slice(0, 0, 3).slice(1, 0, 3);
-  const at::Tensor b = scale * to_index.slice(0, 0, 3).select(1, 3) + shift;
-  at::Tensor grid = at::einsum("rc,ncdhw->ndhwr", {m.to(at::kFloat), points.to(at::kFloat)}) +
-                    b.to(at::kFloat);
+  const at::Tensor inside = ((index >= -0.5) & (index < size - 0.5)).all(-1).unsqueeze(1);
+  // grid_sampler's [-1, 1] per axis (align_corners), clamped to the border voxels.
+  const at::Tensor grid = (index * scale - (scale > 0).to(at::kFloat)).contiguous();
   const bool labels = t == at::kInt;
-  const at::Tensor out = at::grid_sampler(volume.data.to(at::kFloat), grid.contiguous(),
-                                          labels ? /*nearest*/ 1 : /*bilinear*/ 0,
-                                          /*zeros*/ 0, /*align_corners=*/true);
+  const at::Tensor out = at::grid_sampler(volume.data.to(at::kFloat), grid, labels ? /*nearest*/ 1 : /*bilinear*/ 0,
+                                          /*border*/ 1, /*align_corners=*/true)
+                             .masked_fill(inside.logical_not(), 0.0f);
   return labels ? out.round().to(at::kInt) : out;
 }
 

@@ -116,9 +116,12 @@ TEST_P(FieldInterop, ItkResampleWithTheWrittenFieldMatchesWarp) {
   const double range = (moving.max() - moving.min()).item<double>();
   const double diff = (ours - theirs).abs().masked_select(inside).max().item<double>();
   EXPECT_LT(diff, 1e-3 * range);
-  // io::sample_at through the same map (how register and apply write their outputs).
+  // io::sample_at through the same map (how register and apply write their outputs)
+  // gives ITK's values everywhere, the volume's edges included: both take the volume to
+  // be its voxels' extent.
   const at::Tensor sampled = io::sample_at({moving, g}, io::physical_points(g) + io::voxel_to_physical(u, g));
-  EXPECT_LT((sampled - theirs).abs().masked_select(inside).max().item<double>(), 1e-3 * range);
+  EXPECT_LT((sampled - theirs).abs().max().item<double>(), 1e-4 * range);
+  EXPECT_LT(inside.sum().item<int64_t>(), ours.numel());  // the map does reach the edges
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, FieldInterop, ::testing::Values(".nii.gz", ".h5"),

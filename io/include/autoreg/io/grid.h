@@ -34,8 +34,11 @@ at::Tensor physical_points(const Geometry& grid);
 
 // The volume's values at arbitrary physical points (1×3×D×H×W, LPS mm, e.g. x + d(x)
 // for a displacement field d on the fixed grid), in one interpolation: trilinear for
-// intensities (float32), nearest neighbour for label maps (int32). Points outside the
-// volume read 0. Returns 1×1×D×H×W of the volume's dtype.
+// intensities (float32), nearest neighbour for label maps (int32). The volume is its
+// voxels' extent, as in ITK: a point within half a voxel outside the outermost voxel
+// centres reads the border value, a point farther out reads 0 (ITK's ResampleImageFilter
+// with a linear or nearest-neighbour interpolator gives the same values). Returns
+// 1×1×D×H×W of the volume's dtype.
 at::Tensor sample_at(const Volume& volume, const at::Tensor& points);
 
 // The geometry with the directions of its axes replaced by an orientation code: three

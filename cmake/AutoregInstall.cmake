@@ -1,0 +1,40 @@
+# `cmake --install` of a relocatable CMake package:
+#   find_package(AutoReg CONFIG REQUIRED)
+# gives autoreg::ops, autoreg::registration and, in a build with ITK, autoreg::io and
+# autoreg::itk (the ITK filter), with their usage requirements: AutoRegConfig.cmake finds
+# LibTorch (as this build did, or where this build found it) and ITK (the same
+# components). Also installs the `autoreg` command and the default model.
+include(CMakePackageConfigHelpers)
+
+set(_targets autoreg_ops autoreg_registration)
+if(AUTOREG_WITH_ITK)
+  list(APPEND _targets autoreg_io autoreg_itk)
+  # The command: bin/ → lib/, relative.
+  file(RELATIVE_PATH _bin_to_lib "/${CMAKE_INSTALL_BINDIR}" "/${CMAKE_INSTALL_LIBDIR}")
+  set_target_properties(autoreg PROPERTIES INSTALL_RPATH "$ORIGIN/${_bin_to_lib}")
+  install(TARGETS autoreg RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+install(TARGETS ${_targets} EXPORT AutoRegTargets
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+set(_include_dirs ops/include/ registration/include/)
+if(AUTOREG_WITH_ITK)
+  list(APPEND _include_dirs io/include/ registration/itk/include/)
+  install(FILES models/default.autoreg DESTINATION ${CMAKE_INSTALL_DATADIR}/autoreg)
+endif()
+foreach(_dir IN LISTS _include_dirs)
+  install(DIRECTORY ${_dir} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endforeach()
+
+set(_cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/AutoReg)
+install(EXPORT AutoRegTargets NAMESPACE autoreg:: DESTINATION ${_cmake_dir})
+configure_package_config_file(cmake/AutoRegConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/AutoRegConfig.cmake INSTALL_DESTINATION ${_cmake_dir})
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/AutoRegConfigVersion.cmake
+  COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/AutoRegConfig.cmake
+  ${CMAKE_CURRENT_BINARY_DIR}/AutoRegConfigVersion.cmake cmake/AutoregTorch.cmake
+  DESTINATION ${_cmake_dir})

@@ -1,0 +1,163 @@
+// An ITK filter that registers a moving image to a fixed image with autoreg.
+#ifndef itkAutoRegImageRegistrationFilter_h
+#define itkAutoRegImageRegistrationFilter_h
+
+#include <itkDisplacementFieldTransform.h>
+#include <itkFixedArray.h>
+#include <itkImage.h>
+#include <itkImageToImageFilter.h>
+#include <itkVector.h>
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+namespace itk {
+
+/** \class AutoRegImageRegistrationFilter
+ * \brief Deformable registration of a moving image to a fixed image by autoreg: affine
+ * pre-alignment in physical space, then a deformable field predicted by a trained
+ * network (SetModelFileName) or, without a model, optimised on the pair (instance
+ * optimisation of a diffeomorphic field).
+ *
+ * Inputs: the fixed image (SetFixedImage, the primary input) and the moving image
+ * (SetMovingImage), 3-D images of any scalar pixel type on any grid (origin, spacing,
+ * direction). The whole of both images is used.
+ *
+ * Output: the displacement field d on the fixed image's grid, in millimetres in ITK's
+ * physical (LPS) frame, affine and deformable parts together: the fixed point x maps
+ * to the moving point x + d(x). GetTransform() returns a DisplacementFieldTransform
+ * holding that field, which itk::ResampleImageFilter uses directly to bring the moving
+ * image onto the fixed grid. This is what `autoreg register` computes and writes with
+ * --out-field; for the same images and settings the two give the same field.
+ *
+ * Progress is reported through ProgressEvent (the fraction of optimisation steps done);
+ * AbortGenerateData stops the registration at the next step.
+ *
+ * Threads: LibTorch's intra-op thread pool (all cores unless OMP_NUM_THREADS or
+ * at::set_num_threads says otherwise).
+ *
+ * \ingroup AutoReg
+ */
+template <typename TFixedImage, typename TMovingImage = TFixedImage,
+          typename TDisplacementField = Image<Vector<double, 3>, 3>>
+class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TDisplacementField> {
+ public:
+  ITK_DISALLOW_COPY_AND_MOVE(AutoRegImageRegistrationFilter);
+
+  using Self = AutoRegImageRegistrationFilter;
+  using Superclass = ImageToImageFilter<TFixedImage, TDisplacementField>;
+  using Pointer = SmartPointer<Self>;
+  using ConstPointer = SmartPointer<const Self>;
+
+  using FixedImageType = TFixedImage;
+  using MovingImageType = TMovingImage;
+  using DisplacementFieldType = TDisplacementField;
+  using VectorType = typename DisplacementFieldType::PixelType;
+  using FieldValueType = typename VectorType::ValueType;
+  using TransformType = DisplacementFieldTransform<FieldValueType, 3>;
+  using IterationsType = FixedArray<unsigned int, 2>;
+
+  static_assert(TFixedImage::ImageDimension == 3 && TMovingImage::ImageDimension == 3,
+                "autoreg registers 3-D images");
+  static_assert(std::is_same<DisplacementFieldType, typename TransformType::DisplacementFieldType>::value,
+                "the displacement field must be an Image<Vector<T, 3>, 3>");
+
+  itkNewMacro(Self);
+  itkTypeMacro(AutoRegImageRegistrationFilter, ImageToImageFilter);
+
+  /** The fixed image: the output field lives on its grid. */
+  itkSetInputMacro(FixedImage, FixedImageType);
+  itkGetInputMacro(FixedImage, FixedImageType);
+
+  /** The moving image: the image that the field brings onto the fixed grid. */
+  itkSetInputMacro(MovingImage, MovingImageType);
+  itkGetInputMacro(MovingImage, MovingImageType);
+
+  /** A trained model (an .autoreg file from `autoreg train`), or "default" for the model
+   * shipped with autoreg. Default: "" (no model: instance optimisation). */
+  itkSetMacro(ModelFileName, std::string);
+  itkGetConstReferenceMacro(ModelFileName, std::string);
+
+  /** "cpu" or "cuda". Default: "cpu". */
+  itkSetMacro(Device, std::string);
+  itkGetConstReferenceMacro(Device, std::string);
+
+  /** Instance optimisation steps at 1/4 and at 1/2 resolution (without a model).
+   * Default: [100, 25]. */
+  itkSetMacro(NumberOfIterations, IterationsType);
+  itkGetConstReferenceMacro(NumberOfIterations, IterationsType);
+
+  /** Affine pre-alignment steps at 4 mm and at 2 mm. Default: [150, 100]. */
+  itkSetMacro(AffineNumberOfIterations, IterationsType);
+  itkGetConstReferenceMacro(AffineNumberOfIterations, IterationsType);
+
+  /** With a model: steps of instance optimisation refining the network's field.
+   * Default: 0. */
+  itkSetMacro(NumberOfRefinementIterations, unsigned int);
+  itkGetConstMacro(NumberOfRefinementIterations, unsigned int);
+
+  /** Image similarity: "ncc" (local normalised cross-correlation), "mse", or "mind"
+   * (MIND-SSC, for images of different modalities). Default: "ncc". */
+  itkSetMacro(Similarity, std::string);
+  itkGetConstReferenceMacro(Similarity, std::string);
+
+  /** Weight of the smoothness term of instance optimisation. Default: 1. */
+  itkSetMacro(Regularization, double);
+  itkGetConstMacro(Regularization, double);
+
+  /** The affine pre-alignment (Off: the images are already aligned). Default: On. */
+  itkSetMacro(UseAffine, bool);
+  itkGetConstMacro(UseAffine, bool);
+  itkBooleanMacro(UseAffine);
+
+  /** The deformable stage (Off: affine only). Default: On. */
+  itkSetMacro(UseDeformable, bool);
+  itkGetConstMacro(UseDeformable, bool);
+  itkBooleanMacro(UseDeformable);
+
+  /** Random seed of instance optimisation. Default: 0. */
+  itkSetMacro(Seed, uint64_t);
+  itkGetConstMacro(Seed, uint64_t);
+
+  /** The transform the output field defines (valid after Update()): fixed point x ↦
+   * x + d(x), for itk::ResampleImageFilter::SetTransform. */
+  itkGetModifiableObjectMacro(Transform, TransformType);
+
+ protected:
+  AutoRegImageRegistrationFilter();
+  ~AutoRegImageRegistrationFilter() override = default;
+
+  void PrintSelf(std::ostream& os, Indent indent) const override;
+
+  /** The two images may lie on any grids: ImageToImageFilter's check that all inputs
+   * share one is switched off. */
+  void VerifyInputInformation() ITKv5_CONST override {}
+  /** Both inputs are needed whole. */
+  void GenerateInputRequestedRegion() override;
+  /** The field is computed whole. */
+  void EnlargeOutputRequestedRegion(DataObject* output) override;
+  void GenerateData() override;
+
+ private:
+  // Defaults: those of `autoreg register` (ImageRegistrationSettings), set by the constructor.
+  std::string m_ModelFileName;
+  std::string m_Device;
+  IterationsType m_NumberOfIterations;
+  IterationsType m_AffineNumberOfIterations;
+  unsigned int m_NumberOfRefinementIterations;
+  std::string m_Similarity;
+  double m_Regularization;
+  bool m_UseAffine;
+  bool m_UseDeformable;
+  uint64_t m_Seed;
+  typename TransformType::Pointer m_Transform{};
+};
+
+}  // namespace itk
+
+#ifndef ITK_MANUAL_INSTANTIATION
+#  include "itkAutoRegImageRegistrationFilter.hxx"
+#endif
+
+#endif  // itkAutoRegImageRegistrationFilter_h

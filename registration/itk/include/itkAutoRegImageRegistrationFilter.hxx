@@ -1,0 +1,131 @@
+#ifndef itkAutoRegImageRegistrationFilter_hxx
+#define itkAutoRegImageRegistrationFilter_hxx
+
+#include "itkAutoRegImageRegistrationFilter.h"
+
+#include <itkCastImageFilter.h>
+#include <itkProcessObject.h>
+
+#include <exception>
+
+#include "autoreg/pipeline/register_images.h"
+
+namespace itk {
+
+template <typename TFixedImage, typename TMovingImage, typename TDisplacementField>
+AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::AutoRegImageRegistrationFilter()
+    : m_Transform(TransformType::New()) {
+  this->SetPrimaryInputName("FixedImage");
+  this->AddRequiredInputName("MovingImage", 1);
+  const autoreg::pipeline::ImageRegistrationSettings defaults;
+  m_ModelFileName = defaults.model;
+  m_Device = defaults.device;
+  for (unsigned int level = 0; level < 2; ++level) {
+    m_NumberOfIterations[level] = defaults.iterations[level];
+    m_AffineNumberOfIterations[level] = defaults.affine_iterations[level];
+  }
+  m_NumberOfRefinementIterations = defaults.refine;
+  m_Similarity = defaults.similarity;
+  m_Regularization = defaults.regularization;
+  m_UseAffine = defaults.affine;
+  m_UseDeformable = defaults.deformable;
+  m_Seed = defaults.seed;
+}
+
+template <typename TFixedImage, typename TMovingImage, typename TDisplacementField>
+void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::GenerateInputRequestedRegion() {
+  Superclass::GenerateInputRequestedRegion();
+  if (auto* fixed = const_cast<FixedImageType*>(this->GetFixedImage())) {
+    fixed->SetRequestedRegionToLargestPossibleRegion();
+  }
+  if (auto* moving = const_cast<MovingImageType*>(this->GetMovingImage())) {
+    moving->SetRequestedRegionToLargestPossibleRegion();
+  }
+}
+
+template <typename TFixedImage, typename TMovingImage, typename TDisplacementField>
+void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::EnlargeOutputRequestedRegion(
+    DataObject* output) {
+  Superclass::EnlargeOutputRequestedRegion(output);
+  output->SetRequestedRegionToLargestPossibleRegion();
+}
+
+template <typename TFixedImage, typename TMovingImage, typename TDisplacementField>
+void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::GenerateData() {
+  using FloatImage = autoreg::pipeline::FloatImage3;
+  // Any scalar pixel type: autoreg registers float intensities.
+  auto as_float = [](const auto* image) {
+    using InputImage = std::remove_const_t<std::remove_pointer_t<decltype(image)>>;
+    auto cast = CastImageFilter<InputImage, FloatImage>::New();
+    cast->SetInput(image);
+    cast->Update();
+    return typename FloatImage::Pointer(cast->GetOutput());
+  };
+  const typename FloatImage::Pointer fixed = as_float(this->GetFixedImage());
+  const typename FloatImage::Pointer moving = as_float(this->GetMovingImage());
+
+  autoreg::pipeline::ImageRegistrationSettings settings;
+  settings.model = m_ModelFileName;
+  settings.device = m_Device;
+  settings.affine = m_UseAffine;
+  settings.deformable = m_UseDeformable;
+  settings.similarity = m_Similarity;
+  settings.regularization = m_Regularization;
+  for (unsigned int level = 0; level < 2; ++level) {
+    settings.iterations[level] = m_NumberOfIterations[level];
+    settings.affine_iterations[level] = m_AffineNumberOfIterations[level];
+  }
+  settings.refine = m_NumberOfRefinementIterations;
+  settings.seed = m_Seed;
+
+  this->UpdateProgress(0.0f);
+  autoreg::pipeline::PhysicalField3::Pointer field;
+  try {
+    field = autoreg::pipeline::register_images(fixed, moving, settings, [this](double done) {
+      if (this->GetAbortGenerateData()) {
+        ProcessAborted e(__FILE__, __LINE__);
+        e.SetDescription("AutoRegImageRegistrationFilter: aborted");
+        throw e;
+      }
+      this->UpdateProgress(static_cast<float>(done));
+    });
+  } catch (const ExceptionObject&) {
+    throw;
+  } catch (const std::exception& e) {
+    itkExceptionMacro(<< e.what());
+  }
+
+  // The field, converted to the output's vector type.
+  this->AllocateOutputs();
+  DisplacementFieldType* output = this->GetOutput();
+  const auto* in = field->GetBufferPointer();
+  auto* out = output->GetBufferPointer();
+  const SizeValueType n = output->GetBufferedRegion().GetNumberOfPixels();
+  for (SizeValueType v = 0; v < n; ++v) {
+    for (unsigned int c = 0; c < 3; ++c) out[v][c] = static_cast<FieldValueType>(in[v][c]);
+  }
+  m_Transform->SetDisplacementField(output);
+  m_Transform->Modified();  // on a rerun, the same field object holds new vectors
+}
+
+template <typename TFixedImage, typename TMovingImage, typename TDisplacementField>
+void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::PrintSelf(std::ostream& os,
+                                                                                              Indent indent) const {
+  Superclass::PrintSelf(os, indent);
+  os << indent << "ModelFileName: " << (m_ModelFileName.empty() ? "(none: instance optimisation)" : m_ModelFileName)
+     << std::endl;
+  os << indent << "Device: " << m_Device << std::endl;
+  os << indent << "NumberOfIterations: " << m_NumberOfIterations << std::endl;
+  os << indent << "AffineNumberOfIterations: " << m_AffineNumberOfIterations << std::endl;
+  os << indent << "NumberOfRefinementIterations: " << m_NumberOfRefinementIterations << std::endl;
+  os << indent << "Similarity: " << m_Similarity << std::endl;
+  os << indent << "Regularization: " << m_Regularization << std::endl;
+  os << indent << "UseAffine: " << (m_UseAffine ? "On" : "Off") << std::endl;
+  os << indent << "UseDeformable: " << (m_UseDeformable ? "On" : "Off") << std::endl;
+  os << indent << "Seed: " << m_Seed << std::endl;
+  itkPrintSelfObjectMacro(Transform);
+}
+
+}  // namespace itk
+
+#endif  // itkAutoRegImageRegistrationFilter_hxx

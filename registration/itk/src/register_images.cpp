@@ -1,0 +1,95 @@
+#include "autoreg/pipeline/register_images.h"
+
+#include <c10/core/GradMode.h>
+
+#include <memory>
+#include <numeric>
+#include <stdexcept>
+
+#include "autoreg/io/itk_image.h"
+#include "autoreg/pipeline/default_model.h"
+#include "autoreg/pipeline/register_pair.h"
+#include "autoreg/registration/model_file.h"
+
+namespace autoreg::pipeline {
+namespace {
+
+PairOptions pair_options(const ImageRegistrationSettings& s) {
+  if (s.similarity != "ncc" && s.similarity != "mse" && s.similarity != "mind") {
+    throw std::invalid_argument("similarity must be ncc, mse or mind, got '" + s.similarity + "'");
+  }
+  if (!s.affine && !s.deformable) throw std::invalid_argument("neither the affine nor the deformable stage is on");
+  if (s.regularization < 0) throw std::invalid_argument("regularization must be >= 0");
+  if (!s.model.empty() && !s.deformable) {
+    throw std::invalid_argument("a model is the deformable stage: it needs the deformable stage on");
+  }
+  if (s.refine > 0 && s.model.empty()) throw std::invalid_argument("refinement iterations need a model");
+  PairOptions o;
+  o.stages = !s.deformable ? Stages::AffineOnly : !s.affine ? Stages::DeformableOnly : Stages::AffineAndDeformable;
+  o.affine.similarity = o.deformable.similarity = s.similarity;
+  o.deformable.regularization = s.regularization;
+  o.deformable.iterations = {s.iterations[0], s.iterations[1]};
+  o.affine.iterations = {s.affine_iterations[0], s.affine_iterations[1]};
+  o.deformable.seed = s.seed;
+  o.device = s.device;
+  o.refine = s.refine;
+  if (!s.model.empty()) {
+    o.model = std::make_shared<registration::Model>(registration::load_model(resolve_model_name(s.model)));
+  }
+  return o;
+}
+
+// Counts the Adam steps of each stage as they are reported and turns them into the
+// fraction of all the steps the settings will take (a network's prediction counts as
+// one step).
+class ProgressCounter {
+ public:
+  ProgressCounter(const PairOptions& o, std::function<void(double)> report) : report_(std::move(report)) {
+    const auto sum = [](const std::vector<int64_t>& v) { return std::accumulate(v.begin(), v.end(), int64_t{0}); };
+    affine_ = o.stages == Stages::DeformableOnly ? 0 : sum(o.affine.iterations);
+    deformable_ = o.stages == Stages::AffineOnly ? 0 : o.model ? o.refine : sum(o.deformable.iterations);
+    total_ = affine_ + deformable_ + (o.model ? 1 : 0);
+  }
+  std::function<void(int, int64_t, double)> stage(const std::vector<int64_t>& levels, int64_t offset) {
+    if (!report_) return {};
+    return [this, levels, offset](int level, int64_t it, double) {
+      int64_t done = offset + it + 1;
+      for (int l = 0; l < level; ++l) done += levels[l];
+      report(done);
+    };
+  }
+  int64_t affine_steps() const { return affine_; }
+  void report(int64_t done) const {
+    if (report_ && total_ > 0) report_(std::min(1.0, double(done) / double(total_)));
+  }
+  void finish() const {
+    if (report_) report_(1.0);
+  }
+
+ private:
+  std::function<void(double)> report_;
+  int64_t affine_ = 0, deformable_ = 0, total_ = 0;
+};
+
+}  // namespace
+
+PhysicalField3::Pointer register_images(const FloatImage3* fixed, const FloatImage3* moving,
+                                        const ImageRegistrationSettings& settings,
+                                        const std::function<void(double)>& progress) {
+  PairOptions options = pair_options(settings);
+  const io::Volume f = io::volume_from_itk(fixed, "fixed image");
+  const io::Volume m = io::volume_from_itk(moving, "moving image");
+  ProgressCounter counter(options, progress);
+  options.affine.progress = counter.stage(options.affine.iterations, 0);
+  // Refinement runs at level 1 of {0, refine}, after the network's one step.
+  options.deformable.progress =
+      counter.stage(options.model ? std::vector<int64_t>{0, options.refine} : options.deformable.iterations,
+                    counter.affine_steps() + (options.model ? 1 : 0));
+  const PairResult r = register_pair(f, m, options);
+  c10::AutoGradMode no_grad(false);
+  PhysicalField3::Pointer field = io::displacement_to_itk(r.displacement, f.geometry);
+  counter.finish();
+  return field;
+}
+
+}  // namespace autoreg::pipeline
