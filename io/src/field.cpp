@@ -89,14 +89,7 @@ void write_displacement_field(const std::string& path, const at::Tensor& voxels,
     write_transform(path, transform);
     return;
   }
-  // ITK stores the three components of a voxel together: N×3×D×H×W → D×H×W×3.
-  const at::Tensor xyz = voxel_to_physical(voxels.to(at::kFloat).cpu(), grid)
-                             .squeeze(0)
-                             .permute({1, 2, 3, 0})
-                             .contiguous();
-  auto image = allocate_image<FieldImage>(grid);
-  std::memcpy(image->GetBufferPointer(), xyz.data_ptr(), xyz.nbytes());
-  write_image(path, image.GetPointer());
+  write_image(path, detail::field_image<FieldImage>(voxels, grid, at::kFloat).GetPointer());
 }
 
 at::Tensor read_displacement_field(const std::string& path, Geometry* grid) {

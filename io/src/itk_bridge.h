@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <string>
 
+#include "autoreg/io/field.h"
 #include "autoreg/io/volume.h"
 
 namespace autoreg::io::detail {
@@ -89,6 +90,19 @@ Volume from_itk(const itk::Image<Pixel, 3>* image, at::ScalarType dtype) {
   v.data = at::empty({1, 1, s[2], s[1], s[0]}, at::TensorOptions().dtype(dtype));
   std::memcpy(v.data.data_ptr(), image->GetBufferPointer(), v.data.nbytes());
   return v;
+}
+
+// A voxel displacement field (1×3×D×H×W on `grid`) as an ITK vector image of physical
+// LPS mm vectors of `dtype` (float32 or float64, matching FieldT's components). ITK stores
+// a voxel's three components together: 1×3×D×H×W → D×H×W×3. Defined in field.cpp's
+// Shared by the file writer and the in-memory conversion.
+template <typename FieldT>
+typename FieldT::Pointer field_image(const at::Tensor& voxels, const Geometry& grid, at::ScalarType dtype) {
+  const at::Tensor xyz =
+      voxel_to_physical(voxels.to(dtype).cpu(), grid).squeeze(0).permute({1, 2, 3, 0}).contiguous();
+  auto image = allocate_image<FieldT>(grid);
+  std::memcpy(image->GetBufferPointer(), xyz.data_ptr(), xyz.nbytes());
+  return image;
 }
 
 // Runs write(tmp) for a temporary path beside `path` that keeps its extension (ITK

@@ -24,14 +24,7 @@ Volume volume_from_itk(const FloatImage* image, const std::string& name) {
 }
 
 PhysicalFieldImage::Pointer displacement_to_itk(const at::Tensor& voxels, const Geometry& grid) {
-  // ITK stores the three components of a voxel together: 1×3×D×H×W → D×H×W×3.
-  const at::Tensor xyz = voxel_to_physical(voxels.to(at::kDouble).cpu(), grid)
-                             .squeeze(0)
-                             .permute({1, 2, 3, 0})
-                             .contiguous();
-  auto image = detail::allocate_image<PhysicalFieldImage>(grid);
-  std::memcpy(image->GetBufferPointer(), xyz.data_ptr(), xyz.nbytes());
-  return image;
+  return detail::field_image<PhysicalFieldImage>(voxels, grid, at::kDouble);
 }
 
 }  // namespace autoreg::io

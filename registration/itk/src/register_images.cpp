@@ -47,8 +47,8 @@ class ProgressCounter {
   ProgressCounter(const PairOptions& o, std::function<void(double)> report) : report_(std::move(report)) {
     const auto sum = [](const std::vector<int64_t>& v) { return std::accumulate(v.begin(), v.end(), int64_t{0}); };
     affine_ = o.stages == Stages::DeformableOnly ? 0 : sum(o.affine.iterations);
-    deformable_ = o.stages == Stages::AffineOnly ? 0 : o.model ? o.refine : sum(o.deformable.iterations);
-    total_ = affine_ + deformable_ + (o.model ? 1 : 0);
+    const int64_t deformable = o.stages == Stages::AffineOnly ? 0 : o.model ? o.refine : sum(o.deformable.iterations);
+    total_ = affine_ + deformable + (o.model ? 1 : 0);
   }
   std::function<void(int, int64_t, double)> stage(const std::vector<int64_t>& levels, int64_t offset) {
     if (!report_) return {};
@@ -68,7 +68,7 @@ class ProgressCounter {
 
  private:
   std::function<void(double)> report_;
-  int64_t affine_ = 0, deformable_ = 0, total_ = 0;
+  int64_t affine_ = 0, total_ = 0;
 };
 
 }  // namespace
