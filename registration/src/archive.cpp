@@ -67,17 +67,21 @@ void write_archive(const std::string& path, const std::string& kind, const Archi
     }
     header << key << " " << value << "\n";
   }
-  uint64_t checksum = 1469598103934665603ULL, bytes = 0;
+  uint64_t bytes = 0;
   for (const auto& [name, tensor] : a.tensors) {
     if (!valid_key(name)) throw std::invalid_argument("archive: tensor name '" + name + "'");
     const at::Tensor t = tensor.detach().cpu().contiguous();
     header << "tensor " << name << " " << dtype_name(t.scalar_type()) << " " << t.dim();
     for (int64_t s : t.sizes()) header << " " << s;
     header << "\n";
-    checksum = fnv1a(static_cast<const char*>(t.data_ptr()), t.nbytes(), checksum);
     bytes += t.nbytes();
     data.push_back(t);
   }
+  // The checksum covers the header above it too: a flipped grid or spacing is as wrong
+  // as a flipped weight.
+  const std::string above = header.str();
+  uint64_t checksum = fnv1a(above.data(), above.size());
+  for (const auto& t : data) checksum = fnv1a(static_cast<const char*>(t.data_ptr()), t.nbytes(), checksum);
   char hex[32];
   std::snprintf(hex, sizeof hex, "%016" PRIx64, checksum);
   header << "checksum " << hex << "\ndata " << bytes << "\n";
@@ -125,7 +129,7 @@ Archive read_archive(const std::string& path, const std::string& kind) {
   } catch (const std::exception&) {
     throw fail("unreadable format version '" + line.substr(7) + "'");
   }
-  if (format != kArchiveFormat) {
+  if (format != kArchiveFormat && format != 1) {
     throw fail("format version " + std::to_string(format) + " is not one this autoreg reads (" +
                std::to_string(kArchiveFormat) + ")" +
                (format > kArchiveFormat ? ": it was written by a newer autoreg" : ""));
@@ -133,9 +137,11 @@ Archive read_archive(const std::string& path, const std::string& kind) {
   Archive a;
   std::vector<std::pair<at::ScalarType, std::vector<int64_t>>> shapes;
   std::string checksum;
+  std::string above = "AUTOREG " + kind + "\nformat " + std::to_string(format) + "\n";  // what the checksum covers
   uint64_t bytes = 0;
   bool have_data = false;
   while (std::getline(in, line)) {
+    if (in.eof()) throw fail("truncated: the header is cut short");
     const size_t space = line.find(' ');
     const std::string key = line.substr(0, space);
     const std::string value = space == std::string::npos ? "" : line.substr(space + 1);
@@ -156,6 +162,7 @@ Archive read_archive(const std::string& path, const std::string& kind) {
         throw fail(e.what());
       }
       a.tensors.emplace_back(name, at::Tensor());
+      above += line + "\n";
     } else if (key == "checksum") {
       checksum = value;
     } else if (key == "data") {
@@ -169,10 +176,32 @@ Archive read_archive(const std::string& path, const std::string& kind) {
     } else {
       if (!valid_key(key)) throw fail("malformed header line '" + line + "'");
       a.fields.emplace_back(key, value);
+      above += line + "\n";
     }
   }
   if (!have_data) throw fail("truncated: the header ends before its 'data' line");
-  uint64_t expected = 0, sum = 1469598103934665603ULL;
+  // Sizes are checked against the header's total and the file's length before anything
+  // is allocated: a corrupt dimension must not ask for terabytes.
+  uint64_t expected = 0;
+  for (const auto& [dtype, sizes] : shapes) {
+    uint64_t n = at::elementSize(dtype);
+    for (int64_t d : sizes) {
+      if (d != 0 && n > (uint64_t(1) << 50) / uint64_t(d)) throw fail("corrupt: tensor sizes too large");
+      n *= uint64_t(d);
+    }
+    expected += n;
+    if (expected > (uint64_t(1) << 50)) throw fail("corrupt: tensor sizes too large");
+  }
+  if (expected != bytes) throw fail("the header's data size does not match its tensors");
+  const std::streampos start = in.tellg();
+  in.seekg(0, std::ios::end);
+  const uint64_t available = uint64_t(in.tellg() - start);
+  in.seekg(start);
+  if (available < bytes) {
+    throw fail("truncated: " + std::to_string(available) + " of the header's " + std::to_string(bytes) +
+               " data bytes are there");
+  }
+  uint64_t sum = format == 1 ? fnv1a(nullptr, 0) : fnv1a(above.data(), above.size());  // format 1: data only
   for (size_t i = 0; i < shapes.size(); ++i) {
     at::Tensor t = at::empty(shapes[i].second, at::TensorOptions().dtype(shapes[i].first));
     in.read(static_cast<char*>(t.data_ptr()), t.nbytes());
@@ -180,10 +209,8 @@ Archive read_archive(const std::string& path, const std::string& kind) {
       throw fail("truncated: tensor '" + a.tensors[i].first + "' is cut short");
     }
     sum = fnv1a(static_cast<const char*>(t.data_ptr()), t.nbytes(), sum);
-    expected += t.nbytes();
     a.tensors[i].second = t;
   }
-  if (expected != bytes) throw fail("the header's data size does not match its tensors");
   if (in.peek() != std::char_traits<char>::eof()) throw fail("unexpected bytes after the data");
   char hex[32];
   std::snprintf(hex, sizeof hex, "%016" PRIx64, sum);

@@ -4,10 +4,12 @@
 
 #include <ATen/ATen.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "autoreg/registration/archive.h"
 #include "autoreg/registration/model_file.h"
 
 namespace autoreg::registration {
@@ -90,7 +92,7 @@ TEST_F(ModelFile, DescribesItself) {
   EXPECT_EQ(b.info.notes.at("data"), "synthetic subjects");
   // Readable with `head`: the header states what the file is.
   const std::string bytes = read(p);
-  EXPECT_EQ(bytes.rfind("AUTOREG MODEL\nformat 1\nnetwork autoreg\n", 0), 0u);
+  EXPECT_EQ(bytes.rfind("AUTOREG MODEL\nformat 2\nnetwork autoreg\n", 0), 0u);
   EXPECT_NE(bytes.find("genotype conv_3x3 conv_3x3 conv_3x3 conv_3x3 sep_conv_3x3"), std::string::npos);
   EXPECT_NE(bytes.find("grid 16 20 24\n"), std::string::npos);
 }
@@ -99,7 +101,7 @@ TEST_F(ModelFile, UnknownFormatVersion) {
   const std::string p = path("m.autoreg");
   saved_model(p);
   std::string bytes = read(p);
-  bytes.replace(bytes.find("format 1"), 8, "format 7");
+  bytes.replace(bytes.find("format 2"), 8, "format 7");
   write(p, bytes);
   const std::string e = error_of(p);
   EXPECT_NE(e.find("format version 7"), std::string::npos) << e;
@@ -141,10 +143,48 @@ TEST_F(ModelFile, CorruptWeightsOrHeader) {
   flipped[bytes.size() - 100] ^= 0x40;
   write(p, flipped);
   EXPECT_NE(error_of(p).find("checksum"), std::string::npos);
-  std::string shapes = bytes;
-  shapes.replace(shapes.find("grid 16 20 24"), 13, "grid 16 20 2x");
-  write(p, shapes);
-  EXPECT_NE(error_of(p).find("'grid'"), std::string::npos);
+  // The checksum covers the header: a grid that still parses but is not the trained one.
+  std::string grid = bytes;
+  grid.replace(grid.find("grid 16 20 24"), 13, "grid 16 20 28");
+  write(p, grid);
+  EXPECT_NE(error_of(p).find("checksum"), std::string::npos);
+  // A corrupt size is refused before anything is allocated.
+  std::string huge = bytes;
+  const size_t dims = huge.find(" float32 5 ");  // a convolution's weights: the first size follows
+  ASSERT_NE(dims, std::string::npos);
+  huge.insert(dims + 11, "9999999999999");
+  write(p, huge);
+  EXPECT_NE(error_of(p).find("too large"), std::string::npos) << error_of(p);
+  // A well-formed file whose field is not what it should be is named by field.
+  write(path("ok.autoreg"), bytes);
+  Archive a = model_archive(load_model(path("ok.autoreg")));
+  for (auto& [key, value] : a.fields) {
+    if (key == "grid") value = "16 20 2x";
+  }
+  write_archive(p, "MODEL", a);
+  EXPECT_NE(error_of(p).find("'grid'"), std::string::npos) << error_of(p);
+}
+
+// Format 1 (checksum of the data alone; the default model as first committed) is read.
+TEST_F(ModelFile, ReadsFormatOne) {
+  const std::string p = path("m.autoreg");
+  const Model m = saved_model(p);
+  std::string bytes = read(p);
+  const size_t data = bytes.find("\n", bytes.find("\ndata ") + 1) + 1;
+  uint64_t h = 1469598103934665603ULL;
+  for (size_t i = data; i < bytes.size(); ++i) {
+    h ^= uint8_t(bytes[i]);
+    h *= 1099511628211ULL;
+  }
+  char hex[32];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  const size_t c = bytes.find("\nchecksum ") + 10;
+  bytes.replace(c, 16, hex);
+  bytes.replace(bytes.find("format 2"), 8, "format 1");
+  write(p, bytes);
+  const Model back = load_model(p);
+  const auto pa = m.network->named_parameters(), pb = back.network->named_parameters();
+  for (const auto& item : pa) EXPECT_TRUE(at::equal(item.value(), pb[item.key()])) << item.key();
 }
 
 }  // namespace

@@ -2,15 +2,16 @@
 // the file is (readable with `head`), then the tensors' bytes.
 //
 //   AUTOREG <KIND>                      KIND: MODEL or CHECKPOINT
-//   format 1
+//   format 2
 //   <key> <value>                       any number of fields, one per line
 //   tensor <name> <dtype> <ndim> <sizes...>   dtype: float32, float64 or int64
-//   checksum <16 hex digits>            FNV-1a 64 of the data
+//   checksum <16 hex digits>            FNV-1a 64 of the lines above and the data
 //   data <bytes>
 //   <the tensors' bytes, little-endian, in the order listed>
 //
 // Nothing in it is executable. Reading checks the kind, the format version, the header's
-// syntax, the size (a truncated file is named as such) and the checksum.
+// syntax, the size (a truncated file is named as such) and the checksum. Format 1 files
+// (whose checksum covers the data alone) are still read.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -29,7 +30,7 @@ class ModelFileError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-inline constexpr int kArchiveFormat = 1;
+inline constexpr int kArchiveFormat = 2;  // the version written
 
 struct Archive {
   std::vector<std::pair<std::string, std::string>> fields;  // keys without spaces
