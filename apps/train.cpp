@@ -1,12 +1,13 @@
 // autoreg train --manifest M --out model.autoreg [--genotype FILE | --unet]
-//               [--grid DxHxW | --spacing MM] [--steps N | --epochs E] [--lr R]
+//               [--grid DxHxW] [--spacing MM] [--steps N | --epochs E] [--lr R]
 //               [--similarity ncc|mse|mind] [--lambda λ] [--dice-weight W]
 //               [--synthetic F] [--no-augment] [--checkpoint-every N] [--validate-every N]
 //               [--cache DIR] [--log FILE] [--device cpu|cuda] [--threads T] [--seed S] [--resume]
 //
 // Preprocesses the manifest's subjects onto the model grid (cached), trains the network,
 // writes a checkpoint (<out>.ckpt) every N steps and the model at the end. A progress
-// line goes to stderr, one JSON line per step to the log (<out>.log.jsonl).
+// line goes to stderr, one JSON line per step to the log (<out>.log.jsonl). --resume
+// continues from the checkpoint and cuts the log back to it.
 #include <tclap/CmdLine.h>
 
 #include <ATen/Parallel.h>
@@ -54,6 +55,31 @@ std::array<int64_t, 3> parse_grid(const std::string& text) {
   return {v[0], v[1], v[2]};
 }
 
+// On resume: the log keeps the lines of the steps the checkpoint holds (a run stopped
+// between checkpoints logged steps that will be run again), rewritten atomically.
+// Returns the training seconds those steps took.
+double cut_log_to(const std::string& path, int64_t step) {
+  std::ifstream in(path);
+  if (!in) return 0;  // no log (moved away): a new one starts
+  std::string kept, line;
+  double seconds = 0;
+  while (std::getline(in, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.contains("step")) continue;  // a line cut short by the stop
+    if (j["step"].get<int64_t>() > step) break;
+    kept += line + "\n";
+    seconds = j.value("seconds", seconds);
+  }
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << kept;
+    if (!(out << std::flush)) throw io::IoError(path + ": cannot rewrite the training log");
+  }
+  std::filesystem::rename(tmp, path);
+  return seconds;
+}
+
 std::string duration(double seconds) {
   char buf[32];
   const long s = long(seconds + 0.5);
@@ -67,13 +93,18 @@ std::string duration(double seconds) {
 
 int train(TrainParams p) {
   io::check_output(p.out);
+  io::check_output(p.log);
   const std::string checkpoint = p.out + ".ckpt";
   if (p.resume && !std::filesystem::exists(checkpoint)) {
     throw UsageError("--resume: no checkpoint " + checkpoint + " to resume from");
   }
   const io::Manifest manifest = io::read_manifest(p.manifest);
+  std::error_code made_cache;
+  std::filesystem::create_directories(p.cache, made_cache);
+  if (made_cache) throw io::IoError(p.cache + ": cannot create the cache folder (" + made_cache.message() + ")");
   pipeline::DatasetOptions dataset;
   dataset.cache_dir = p.cache;
+  dataset.affine.similarity = p.options.similarity;  // mind: mutual information, as in register
   dataset.progress = [](const std::string& line) { std::fprintf(stderr, "preprocess: %s\n", line.c_str()); };
   registration::TrainingSet data;
   try {
@@ -95,8 +126,14 @@ int train(TrainParams p) {
     throw io::IoError(p.manifest + ": " + e.what());
   }
   registration::Trainer& trainer = *made;
+  if (trainer.validation_pair_count() == 0) {
+    std::fprintf(stderr, "note: no validation Dice: it needs labelled 'val' subjects and %s\n",
+                 data.atlas ? "an atlas with labels" : "at least two of them (pairwise mode)");
+  }
+  double earlier_seconds = 0;  // training time before this run (resume)
   if (p.resume) {
     trainer.resume(checkpoint);
+    earlier_seconds = cut_log_to(p.log, trainer.step());
     std::fprintf(stderr, "resumed from %s at step %ld\n", checkpoint.c_str(), long(trainer.step()));
   }
   std::ofstream log(p.log, p.resume ? std::ios::app : std::ios::trunc);
@@ -116,7 +153,7 @@ int train(TrainParams p) {
     }
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     const double per_step = elapsed / double(r.step - first);
-    line["seconds"] = elapsed;
+    line["seconds"] = earlier_seconds + elapsed;
     log << line.dump() << "\n" << std::flush;
     if (r.step % p.checkpoint_every == 0 || last) trainer.save_checkpoint(checkpoint);
     if (r.step % 10 == 0 || last || r.step == first + 1) {
@@ -135,16 +172,16 @@ int train(TrainParams p) {
   notes["manifest"] = std::filesystem::path(p.manifest).filename().string();
   notes["mode"] = data.atlas ? "atlas" : "pairwise";
   notes["subjects"] = std::to_string(data.train.size()) + " train, " + std::to_string(data.validation.size()) + " validation";
-  notes["steps"] = std::to_string(p.options.steps);
+  notes["steps"] = std::to_string(trainer.step());
   notes["similarity"] = p.options.similarity;
   notes["lambda"] = std::to_string(p.options.smoothness);
   notes["dice_weight"] = std::to_string(p.options.dice_weight);
   notes["synthetic_fraction"] = std::to_string(p.options.synthetic_fraction);
   notes["learning_rate"] = std::to_string(p.options.learning_rate);
   if (std::isfinite(validation)) notes["validation_dice"] = std::to_string(validation);
-  if (!p.resume) notes["training_seconds"] = std::to_string(seconds);
+  notes["training_seconds"] = std::to_string(earlier_seconds + seconds);
   registration::save_model(p.out, model);
-  std::fprintf(stderr, "wrote %s (%ld steps, %s this run)\n", p.out.c_str(), long(p.options.steps), duration(seconds).c_str());
+  std::fprintf(stderr, "wrote %s (%ld steps, %s this run)\n", p.out.c_str(), long(trainer.step()), duration(seconds).c_str());
   return kOk;
 }
 
@@ -157,7 +194,7 @@ int run_train(int argc, char** argv) {
   TCLAP::ValueArg<std::string> out("", "out", "the model file to write (.autoreg)", true, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> genotype("", "genotype", "AutoReg genotype file (12 operation names; default: 3³ convolutions everywhere)", false, "", "FILE", cmd);
   TCLAP::SwitchArg unet("", "unet", "train the VoxelMorph-style U-Net baseline instead", cmd, false);
-  TCLAP::ValueArg<std::string> grid("", "grid", "model grid DxHxW (default: the reference's foreground at --spacing)", false, "", "DxHxW", cmd);
+  TCLAP::ValueArg<std::string> grid("", "grid", "model grid DxHxW at --spacing (default: the reference's foreground box + 8 mm)", false, "", "DxHxW", cmd);
   TCLAP::ValueArg<double> spacing("", "spacing", "model grid spacing in mm (default 2)", false, 2.0, "MM", cmd);
   TCLAP::ValueArg<int64_t> steps("", "steps", "training steps (one pair each; default 1000)", false, 1000, "N", cmd);
   TCLAP::ValueArg<int64_t> epochs("", "epochs", "instead of --steps: passes over the training subjects", false, 0, "E", cmd);
@@ -167,7 +204,7 @@ int run_train(int argc, char** argv) {
   TCLAP::ValueArg<std::string> similarity("", "similarity", "ncc (default, window 9), mse or mind", false, "ncc", &sim_allowed, cmd);
   TCLAP::ValueArg<double> lambda("", "lambda", "weight of the smoothness term (default 1)", false, 1.0, "λ", cmd);
   TCLAP::ValueArg<double> dice_weight("", "dice-weight", "weight of soft Dice on label maps (default 1; 0 = unsupervised)", false, 1.0, "W", cmd);
-  TCLAP::ValueArg<double> synthetic("", "synthetic", "share of steps whose moving image is synthesised from its labels (default 0; subjects without an image always are)", false, 0.0, "F", cmd);
+  TCLAP::ValueArg<double> synthetic("", "synthetic", "share of images synthesised from their label maps (the moving image, and in pairwise mode the fixed one too, each with this probability; default 0; subjects without an image always are)", false, 0.0, "F", cmd);
   TCLAP::SwitchArg no_augment("", "no-augment", "no random deformations and intensity changes", cmd, false);
   TCLAP::SwitchArg plain("", "no-diffeomorphic", "predict displacements directly instead of integrating velocity fields", cmd, false);
   TCLAP::ValueArg<int64_t> checkpoint_every("", "checkpoint-every", "steps between checkpoints (default 100)", false, 100, "N", cmd);
@@ -188,7 +225,9 @@ int run_train(int argc, char** argv) {
   p.out = out.getValue();
   p.cache = cache.isSet() ? cache.getValue() : p.out + ".cache";
   p.log = log.isSet() ? log.getValue() : p.out + ".log.jsonl";
-  refuse_overwrite({&p.out}, {&p.manifest});
+  const std::string genotype_file = genotype.getValue();
+  refuse_overwrite({&p.out, &p.log}, {&p.manifest, &genotype_file});
+  if (p.out == p.log) throw UsageError("--log and --out name the same file");
   if (unet.getValue() && genotype.isSet()) throw UsageError("--genotype and --unet exclude each other");
   auto& n = p.info.network;
   n.kind = unet.getValue() ? "unet" : "autoreg";
@@ -210,7 +249,9 @@ int run_train(int argc, char** argv) {
                        std::to_string(p.size_multiple));
     }
   }
-  if (steps.getValue() <= 0 || epochs.getValue() < 0) throw UsageError("--steps and --epochs must be positive");
+  if (steps.getValue() <= 0 || epochs.getValue() < 0 || (epochs.isSet() && epochs.getValue() == 0)) {
+    throw UsageError("--steps and --epochs must be positive");
+  }
   if (steps.isSet() && epochs.isSet()) throw UsageError("--steps and --epochs exclude each other");
   if (!(lr.getValue() > 0)) throw UsageError("--lr must be > 0");
   if (lambda.getValue() < 0 || dice_weight.getValue() < 0) throw UsageError("--lambda and --dice-weight must be >= 0");

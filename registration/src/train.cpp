@@ -143,19 +143,23 @@ StepReport Trainer::train_step() {
   return r;
 }
 
+std::vector<std::pair<const Subject*, const Subject*>> Trainer::validation_pairs() const {
+  std::vector<std::pair<const Subject*, const Subject*>> pairs;  // (moving, fixed), both labelled
+  const auto& v = data_.validation;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const Subject* fixed = data_.atlas ? &*data_.atlas : v.size() > 1 ? &v[(i + 1) % v.size()] : nullptr;
+    if (fixed && v[i].labels.defined() && fixed->labels.defined()) pairs.emplace_back(&v[i], fixed);
+  }
+  return pairs;
+}
+
+int64_t Trainer::validation_pair_count() const { return int64_t(validation_pairs().size()); }
+
 double Trainer::validate() {
   const at::Device& device = device_;
   c10::AutoGradMode no_grad(false);
   model_.network->eval();
-  std::vector<std::pair<const Subject*, const Subject*>> pairs;  // (moving, fixed)
-  const auto& v = data_.validation;
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (data_.atlas) {
-      pairs.emplace_back(&v[i], &*data_.atlas);
-    } else if (v.size() > 1) {
-      pairs.emplace_back(&v[i], &v[(i + 1) % v.size()]);
-    }
-  }
+  const auto pairs = validation_pairs();
   double sum = 0;
   int n = 0;
   // Subjects without an image are seen through one synthetic image each, the same at
@@ -167,7 +171,6 @@ double Trainer::validate() {
   };
   for (size_t i = 0; i < pairs.size(); ++i) {
     const auto [moving, fixed] = pairs[i];
-    if (!moving->labels.defined() || !fixed->labels.defined()) continue;
     const at::Tensor u = model_.network->forward(image_of(*moving, i).to(device),
                                                  image_of(*fixed, i + 1).to(device));
     const at::Tensor warped = ops::warp(moving->labels.to(device).to(at::kFloat), u,
@@ -181,20 +184,40 @@ double Trainer::validate() {
   return n ? sum / n : std::numeric_limits<double>::quiet_NaN();
 }
 
-std::string Trainer::fingerprint() const {
-  std::ostringstream s;
-  s.precision(17);
-  s << options_.learning_rate << " " << options_.similarity << " " << options_.smoothness << " "
-    << options_.dice_weight << " " << options_.augment << " " << options_.deformation_voxels << " "
-    << options_.synthetic_fraction << " " << options_.seed << " " << data_.train.size() << " "
-    << data_.validation.size() << " " << data_.atlas.has_value();
-  return s.str();
+std::vector<std::pair<std::string, std::string>> Trainer::fingerprint() const {
+  const auto text = [](auto v) {  // the shortest text that reads back as v
+    std::string t;
+    for (int digits = 15; digits <= 17; ++digits) {
+      std::ostringstream s;
+      s.precision(digits);
+      s << v;
+      t = s.str();
+      std::istringstream back(t);
+      decltype(v) w{};
+      if (back >> w && w == v) break;
+    }
+    return t;
+  };
+  // Named as the command's options are, so that a refused resume says which one changed.
+  std::vector<std::pair<std::string, std::string>> f = {
+      {"lr", text(options_.learning_rate)},
+      {"similarity", options_.similarity},
+      {"lambda", text(options_.smoothness)},
+      {"dice-weight", text(options_.dice_weight)},
+      {"augment", text(options_.augment)},
+      {"deformation-voxels", text(options_.deformation_voxels)},
+      {"synthetic", text(options_.synthetic_fraction)},
+      {"seed", text(options_.seed)},
+      {"training-subjects", text(data_.train.size())},
+      {"validation-subjects", text(data_.validation.size())},
+      {"atlas-mode", text(data_.atlas.has_value())}};
+  return f;
 }
 
 void Trainer::save_checkpoint(const std::string& path) const {
   Archive a = model_archive(model_);
   a.fields.emplace_back("step", std::to_string(step_));
-  a.fields.emplace_back("options", fingerprint());
+  for (const auto& [key, value] : fingerprint()) a.fields.emplace_back("run." + key, value);
   const auto params = model_.network->parameters();
   for (size_t i = 0; i < params.size(); ++i) {
     auto it = adam_->state().find(params[i].unsafeGetTensorImpl());
@@ -210,15 +233,19 @@ void Trainer::save_checkpoint(const std::string& path) const {
 
 void Trainer::resume(const std::string& path) {
   const Archive a = read_archive(path, "CHECKPOINT");
-  if (a.field("options", path) != fingerprint()) {
-    throw ModelFileError(path + ": a checkpoint of a run with other options or data (" +
-                         a.field("options", path) + " against " + fingerprint() + ")");
+  const auto same = [&](const std::string& stored, const std::string& name, const std::string& now) {
+    const std::string then = a.has_field(stored) ? a.field(stored, path) : "(not recorded)";
+    if (then != now) {
+      throw ModelFileError(path + ": a checkpoint of a run with other options, data or network: " + name +
+                           " was " + then + ", is " + now + " now");
+    }
+  };
+  for (const auto& [key, now] : fingerprint()) same("run." + key, key, now);
+  // The network and its grid: the model fields the checkpoint carries.
+  for (const auto& [key, now] : model_archive(model_).fields) {
+    if (key.rfind("note.", 0) != 0) same(key, key, now);
   }
   Model loaded = model_from_archive(a, path);
-  if (loaded.info.network.kind != model_.info.network.kind ||
-      !(loaded.info.network.genotype == model_.info.network.genotype) || loaded.info.grid != model_.info.grid) {
-    throw ModelFileError(path + ": a checkpoint of another network or grid");
-  }
   const at::Device& device = device_;
   c10::AutoGradMode no_grad(false);
   const auto mine = model_.network->parameters();

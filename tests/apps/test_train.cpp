@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <sstream>
@@ -59,6 +60,9 @@ TEST_F(Train, TrainsResumesAndRegistersWithTheModel) {
   EXPECT_TRUE(fs::exists(path("m.autoreg.ckpt")));
   EXPECT_EQ(lines_of(path("m.autoreg.log.jsonl")), 4);
 
+  // A run stopped between checkpoints logged steps past the checkpoint, the last line cut
+  // short: resuming cuts the log back to the checkpoint's step.
+  std::ofstream(path("m.autoreg.log.jsonl"), std::ios::app) << "{\"step\":5,\"loss\":1,\"seconds\":99}\n{\"step\":6,\"lo";
   // A second run reads the preprocessed volumes from the cache.
   r = run(base + " --steps 6 --resume");
   ASSERT_EQ(r.code, 0) << r.output;
@@ -66,6 +70,23 @@ TEST_F(Train, TrainsResumesAndRegistersWithTheModel) {
   EXPECT_EQ(r.output.find("aligned and resampled"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("resumed from " + path("m.autoreg.ckpt") + " at step 4"), std::string::npos) << r.output;
   EXPECT_EQ(lines_of(path("m.autoreg.log.jsonl")), 6);
+  {
+    std::ifstream in(path("m.autoreg.log.jsonl"));
+    std::string line;
+    int step = 0;
+    double seconds = 0;
+    while (std::getline(in, line)) {
+      const auto j = nlohmann::json::parse(line);
+      EXPECT_EQ(j["step"].get<int>(), ++step) << line;
+      EXPECT_GE(j["seconds"].get<double>(), seconds) << "seconds count the whole training: " << line;
+      seconds = j["seconds"].get<double>();
+    }
+    EXPECT_LT(seconds, 99);
+  }
+  // Another run's options are refused, naming the option.
+  r = run(base + " --steps 8 --resume --lr 1e-3");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("lr was 0.0001, is 0.001 now"), std::string::npos) << r.output;
 
   r = run("register --fixed " + path("s0.nii.gz") + " --moving " + path("s1.nii.gz") + " --out-warped " +
           path("w.nii.gz") + " --out-field " + path("f.nii.gz") + " --model " + path("m.autoreg") +
@@ -91,6 +112,9 @@ TEST_F(Train, BadModelsAndOptions) {
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find(path("fake.autoreg") + ": not an autoreg model file"), std::string::npos) << r.output;
   EXPECT_FALSE(fs::exists(path("w.nii.gz")));
+  r = run(io + " --model " + path("fake.autoreg") + " --iterations 10,10");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("--iterations sets instance optimisation"), std::string::npos) << r.output;
   r = run(io + " --refine 5");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("--refine needs --model"), std::string::npos) << r.output;
@@ -99,6 +123,15 @@ TEST_F(Train, BadModelsAndOptions) {
   r = run(base + " --resume");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("no checkpoint"), std::string::npos) << r.output;
+  r = run(base + " --log " + path("data.csv"));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("is also an input"), std::string::npos) << r.output;
+  r = run(base.substr(0, base.find(" --steps")) + " --epochs 0");
+  EXPECT_EQ(r.code, 1) << r.output;
+  r = run(base + " --log " + path("no/such/folder/log.jsonl"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("output folder does not exist"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("preprocess"), std::string::npos) << "checked before any work: " << r.output;
   r = run(base + " --grid 16x16");
   EXPECT_EQ(r.code, 1) << r.output;
   r = run(base + " --grid 18x16x16");

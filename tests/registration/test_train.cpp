@@ -145,7 +145,23 @@ TEST(Training, ResumeRepeatsTheUninterruptedRun) {
     Trainer b(first, data, o);
     b.save_checkpoint(ckpt);
   }
-  EXPECT_THROW(d.resume(ckpt), ModelFileError);
+  const auto refusal = [&ckpt](Trainer& t) -> std::string {
+    try {
+      t.resume(ckpt);
+    } catch (const ModelFileError& e) {
+      return e.what();
+    }
+    return "resumed";
+  };
+  // Named by option, with both values.
+  EXPECT_NE(refusal(d).find("lr was 0.001, is 0.0005 now"), std::string::npos) << refusal(d);
+  // And by network: another genotype on the same grid.
+  at::manual_seed(1);
+  ModelInfo wider = first.info;
+  wider.network.genotype.edges[0] = "conv_5x5";
+  Model w = make_model(wider);
+  Trainer e(w, data, o);
+  EXPECT_NE(refusal(e).find("genotype was conv_3x3"), std::string::npos) << refusal(e);
   std::filesystem::remove(ckpt);
 }
 

@@ -14,6 +14,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autoreg/registration/model_file.h"
@@ -64,14 +65,18 @@ class Trainer {
   // Mean Dice of the validation subjects' warped label maps (nearest) against the atlas
   // (atlas mode) or of consecutive validation subjects (pairwise); NaN without labels.
   double validate();
+  // How many labelled pairs validate() averages over (0: it returns NaN).
+  int64_t validation_pair_count() const;
 
-  // The model, the optimiser's state, the step and the options' fingerprint, written
-  // atomically; resume() refuses a checkpoint of other options.
+  // The model, the optimiser's state, the step and the run's options (named), written
+  // atomically; resume() refuses a checkpoint of other options, network or grid, naming
+  // what differs.
   void save_checkpoint(const std::string& path) const;
   void resume(const std::string& path);
 
  private:
-  std::string fingerprint() const;
+  std::vector<std::pair<std::string, std::string>> fingerprint() const;
+  std::vector<std::pair<const Subject*, const Subject*>> validation_pairs() const;
   Model& model_;
   TrainingSet data_;
   TrainOptions options_;
