@@ -159,7 +159,9 @@ nlohmann::json run(RegisterParams p) {
     };
   };
   p.options.affine.progress = progress("affine", p.options.affine.iterations);
-  p.options.deformable.progress = progress("deformable", p.options.deformable.iterations);
+  // With a model, the deformable stage's optimiser runs only as refinement (level 2).
+  p.options.deformable.progress =
+      p.options.model ? progress("refine", {0, p.options.refine}) : progress("deformable", p.options.deformable.iterations);
   const pipeline::PairResult r = pipeline::register_pair(fixed, moving, p.options, &times);
 
   c10::AutoGradMode no_grad(false);
@@ -267,6 +269,9 @@ int run_register(int argc, char** argv) {
   o.device = device.getValue();
   if (refine.getValue() < 0) throw UsageError("--refine must be >= 0");
   if (refine.getValue() > 0 && model.getValue().empty()) throw UsageError("--refine needs --model");
+  if (iterations.isSet() && !model.getValue().empty()) {
+    throw UsageError("--iterations sets instance optimisation, which --model replaces (use --refine K)");
+  }
   if (!model.getValue().empty() && affine_only.getValue()) {
     throw UsageError("--model and --affine-only exclude each other (the model is the deformable stage)");
   }
