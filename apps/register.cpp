@@ -159,9 +159,8 @@ nlohmann::json run(RegisterParams p) {
     };
   };
   p.options.affine.progress = progress("affine", p.options.affine.iterations);
-  // With a model, the deformable stage's optimiser runs only as refinement (level 2).
   p.options.deformable.progress =
-      p.options.model ? progress("refine", {0, p.options.refine}) : progress("deformable", p.options.deformable.iterations);
+      progress(p.options.model ? "refine" : "deformable", pipeline::deformable_levels(p.options));
   const pipeline::PairResult r = pipeline::register_pair(fixed, moving, p.options, &times);
 
   c10::AutoGradMode no_grad(false);

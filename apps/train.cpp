@@ -99,9 +99,6 @@ int train(TrainParams p) {
     throw UsageError("--resume: no checkpoint " + checkpoint + " to resume from");
   }
   const io::Manifest manifest = io::read_manifest(p.manifest);
-  std::error_code made_cache;
-  std::filesystem::create_directories(p.cache, made_cache);
-  if (made_cache) throw io::IoError(p.cache + ": cannot create the cache folder (" + made_cache.message() + ")");
   pipeline::DatasetOptions dataset;
   dataset.cache_dir = p.cache;
   dataset.affine.similarity = p.options.similarity;  // mind: mutual information, as in register

@@ -94,8 +94,8 @@ Volume from_itk(const itk::Image<Pixel, 3>* image, at::ScalarType dtype) {
 
 // A voxel displacement field (1×3×D×H×W on `grid`) as an ITK vector image of physical
 // LPS mm vectors of `dtype` (float32 or float64, matching FieldT's components). ITK stores
-// a voxel's three components together: 1×3×D×H×W → D×H×W×3. Defined in field.cpp's
-// Shared by the file writer and the in-memory conversion.
+// a voxel's three components together: 1×3×D×H×W → D×H×W×3. Shared by the file writer
+// (field.cpp) and the in-memory conversion (itk_image.cpp).
 template <typename FieldT>
 typename FieldT::Pointer field_image(const at::Tensor& voxels, const Geometry& grid, at::ScalarType dtype) {
   const at::Tensor xyz =

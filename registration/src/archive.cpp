@@ -206,7 +206,7 @@ Archive read_archive(const std::string& path, const std::string& kind) {
     at::Tensor t = at::empty(shapes[i].second, at::TensorOptions().dtype(shapes[i].first));
     in.read(static_cast<char*>(t.data_ptr()), t.nbytes());
     if (size_t(in.gcount()) != t.nbytes()) {
-      throw fail("truncated: tensor '" + a.tensors[i].first + "' is cut short");
+      throw fail("reading tensor '" + a.tensors[i].first + "' failed");  // sizes were checked above
     }
     sum = fnv1a(static_cast<const char*>(t.data_ptr()), t.nbytes(), sum);
     a.tensors[i].second = t;

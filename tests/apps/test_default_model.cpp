@@ -6,34 +6,24 @@
 
 #include <ATen/ATen.h>
 
-#include <cstdlib>
+#include <iterator>
 #include <string>
 
 #include "autoreg/io/volume.h"
+#include "autoreg/registration/metrics.h"
 #include "cli.h"
+#include "shared_data.h"
 
 namespace autoreg::test {
 namespace {
 
-fs::path shared_data() {
-  const char* env = std::getenv("AUTOREG_TEST_DATA");
-  return env && *env ? fs::path(env) : fs::path(AUTOREG_DEFAULT_TEST_DATA);
-}
-
+// Mean Dice over the 40 labels vxm01, fs01 and fsaverage share (all present in fsaverage).
 double mean_dice(const at::Tensor& a, const at::Tensor& b) {
-  static const int kShared[] = {2,  4,  5,  7,  8,  10, 11, 12, 13, 14, 15, 16, 17, 18,  24,  26,  28,  31,  41,  43,
-                                44, 46, 47, 49, 50, 51, 52, 53, 54, 58, 60, 62, 63, 77, 85, 251, 252, 253, 254, 255};
+  static const int64_t kShared[] = {2,  4,  5,  7,  8,  10, 11, 12, 13, 14, 15, 16, 17, 18,  24,  26,  28,  31,  41,  43,
+                                    44, 46, 47, 49, 50, 51, 52, 53, 54, 58, 60, 62, 63, 77, 85, 251, 252, 253, 254, 255};
   double sum = 0;
-  int n = 0;
-  for (int label : kShared) {
-    const at::Tensor x = a == label, y = b == label;
-    const double both = (x & y).sum().item<double>(), total = x.sum().item<double>() + y.sum().item<double>();
-    if (total > 0) {
-      sum += 2 * both / total;
-      ++n;
-    }
-  }
-  return sum / n;
+  for (int64_t label : kShared) sum += registration::dice(a, b, label);
+  return sum / std::size(kShared);
 }
 
 class DefaultModel : public Cli {};

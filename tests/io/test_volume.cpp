@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "autoreg/io/volume.h"
+#include "shared_data.h"
 
 namespace autoreg::test {
 namespace {
@@ -173,13 +174,8 @@ TEST_F(IoTest, BadInputsNameTheFile) {
   }
 }
 
-std::string shared_data() {
-  if (const char* env = std::getenv("AUTOREG_TEST_DATA")) return env;
-  return AUTOREG_DEFAULT_TEST_DATA;
-}
-
 TEST(SharedData, DicomSeriesReadsWithGeometry) {
-  const std::string dir = shared_data() + "/dicom/mprage_child";
+  const std::string dir = (shared_data() / "dicom" / "mprage_child").string();
   if (!fs::is_directory(dir)) GTEST_SKIP() << "no test data at " << dir;
   const Volume v = io::read_volume(dir);
   // 176 sagittal slices of 220×220 at 1 mm (the data's README).

@@ -14,16 +14,12 @@
 #include <string>
 
 #include "autoreg/io/volume.h"
+#include "shared_data.h"
 
 namespace autoreg::test {
 namespace {
 
 namespace fs = std::filesystem;
-
-fs::path data_dir() {
-  const char* env = std::getenv("AUTOREG_TEST_DATA");
-  return env && *env ? fs::path(env) : fs::path(AUTOREG_DEFAULT_TEST_DATA);
-}
 
 // Runs a shell command with its output in `log`; the log's end on failure.
 ::testing::AssertionResult runs(const std::string& command, const fs::path& log) {
@@ -40,7 +36,7 @@ fs::path data_dir() {
 std::string shell_quoted(const fs::path& p) { return "'" + p.string() + "'"; }
 
 TEST(InstalledPackage, ItkPipelineExampleGivesRegistersOutput) {
-  const fs::path data = data_dir();
+  const fs::path data = shared_data();
   const fs::path fixed = data / "pairs" / "oasisB_t1.nii.gz", moving = data / "pairs" / "oasisA_t1.nii.gz";
   if (!fs::exists(fixed) || !fs::exists(moving)) GTEST_SKIP() << "no test data at " << data;
 

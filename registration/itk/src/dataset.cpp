@@ -133,7 +133,9 @@ registration::TrainingSet load_training_set(const io::Manifest& manifest, regist
       throw std::invalid_argument(manifest.path + ": no training row has an image to serve as the reference grid");
     }
   }
-  fs::create_directories(options.cache_dir);
+  std::error_code made;
+  fs::create_directories(options.cache_dir, made);
+  if (made) throw io::IoError(options.cache_dir + ": cannot create the cache folder (" + made.message() + ")");
   io::Volume reference = io::read_volume(reference_row.image);
   reference.data = io::normalize_intensity(reference.data, info.normalization[0], info.normalization[1]);
   if (info.grid[0] == 0) {

@@ -47,8 +47,7 @@ class ProgressCounter {
   ProgressCounter(const PairOptions& o, std::function<void(double)> report) : report_(std::move(report)) {
     const auto sum = [](const std::vector<int64_t>& v) { return std::accumulate(v.begin(), v.end(), int64_t{0}); };
     affine_ = o.stages == Stages::DeformableOnly ? 0 : sum(o.affine.iterations);
-    const int64_t deformable = o.stages == Stages::AffineOnly ? 0 : o.model ? o.refine : sum(o.deformable.iterations);
-    total_ = affine_ + deformable + (o.model ? 1 : 0);
+    total_ = affine_ + sum(deformable_levels(o)) + (o.model ? 1 : 0);
   }
   std::function<void(int, int64_t, double)> stage(const std::vector<int64_t>& levels, int64_t offset) {
     if (!report_) return {};
@@ -81,10 +80,9 @@ PhysicalField3::Pointer register_images(const FloatImage3* fixed, const FloatIma
   const io::Volume m = io::volume_from_itk(moving, "moving image");
   ProgressCounter counter(options, progress);
   options.affine.progress = counter.stage(options.affine.iterations, 0);
-  // Refinement runs at level 1 of {0, refine}, after the network's one step.
+  // With a model, refinement runs after the network's one step.
   options.deformable.progress =
-      counter.stage(options.model ? std::vector<int64_t>{0, options.refine} : options.deformable.iterations,
-                    counter.affine_steps() + (options.model ? 1 : 0));
+      counter.stage(deformable_levels(options), counter.affine_steps() + (options.model ? 1 : 0));
   const PairResult r = register_pair(f, m, options);
   c10::AutoGradMode no_grad(false);
   PhysicalField3::Pointer field = io::displacement_to_itk(r.displacement, f.geometry);

@@ -14,6 +14,11 @@
 
 namespace autoreg::pipeline {
 
+std::vector<int64_t> deformable_levels(const PairOptions& o) {
+  if (o.stages == Stages::AffineOnly) return {};
+  return o.model ? std::vector<int64_t>{0, o.refine} : o.deformable.iterations;
+}
+
 PairResult register_pair(const io::Volume& fixed, const io::Volume& moving, const PairOptions& o,
                          StageTimes* times) {
   if (o.device != "cpu" && o.device != "cuda") {
@@ -66,7 +71,7 @@ PairResult register_pair(const io::Volume& fixed, const io::Volume& moving, cons
       const at::Tensor moved = io::sample_at(
           m, io::transform_points(r.affine, grid_points + io::voxel_to_physical(r.deformation, fixed.geometry)));
       registration::InstanceOptions refine = o.deformable;
-      refine.iterations = {0, o.refine};
+      refine.iterations = deformable_levels(o);
       r.deformation = ops::compose(r.deformation, fit_on_foreground(moved, refine));
       lap("refine");
     }

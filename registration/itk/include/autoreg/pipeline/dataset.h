@@ -27,8 +27,8 @@ struct DatasetOptions {
 // The training set on info's grid (info.grid, info.spacing, info.normalization). A grid
 // of {0, 0, 0} is chosen here (and written back): the reference's foreground box plus
 // 8 mm on each side, at info.spacing, rounded up to a multiple of `size_multiple`.
-// Throws io::IoError for unreadable inputs, std::invalid_argument for a manifest
-// that cannot train (no reference image).
+// Throws io::IoError for unreadable inputs or a cache folder it cannot create,
+// std::invalid_argument for a manifest that cannot train (no reference image).
 registration::TrainingSet load_training_set(const io::Manifest& manifest,
                                             registration::ModelInfo& info, int64_t size_multiple,
                                             const DatasetOptions& options);

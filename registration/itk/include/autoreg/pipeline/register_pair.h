@@ -36,6 +36,11 @@ struct PairOptions {
   int64_t refine = 0;
 };
 
+// The Adam steps per level the deformable stage's optimiser runs with these options:
+// instance optimisation's iterations, or with a model the refinement's {0, refine} (1/2
+// resolution only); none when the stages stop after the affine. For progress reports.
+std::vector<int64_t> deformable_levels(const PairOptions& o);
+
 struct PairResult {
   at::Tensor affine;        // 4×4 float64, fixed → moving physical points (identity without it)
   at::Tensor deformation;   // 1×3×D×H×W, voxels of the fixed grid: the deformable part
