@@ -10,6 +10,7 @@ enum ExitCode : int {
   kUsage = 1,     // unknown subcommand or option, bad option value, output = input
   kBadInput = 2,  // unreadable, inconsistent or non-finite input; unwritable output
   kFailure = 3,   // anything that fails while running
+  kInterrupted = 4,  // SIGINT/SIGTERM during a long run: a checkpoint was written, --resume continues
 };
 
 class UsageError : public std::runtime_error {

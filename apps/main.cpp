@@ -19,6 +19,7 @@ int run_apply(int argc, char** argv);
 int run_evaluate(int argc, char** argv);
 int run_register(int argc, char** argv);
 int run_train(int argc, char** argv);
+int run_search(int argc, char** argv);
 }  // namespace autoreg::apps
 
 namespace {
@@ -38,6 +39,8 @@ const Subcommand kSubcommands[] = {
      "Dice, HD95 and folding of a registration result"},
     {"train", autoreg::apps::run_train,
      "train a registration network on a dataset manifest and write a model file"},
+    {"search", autoreg::apps::run_search,
+     "search the network architecture and training objective for a dataset, then retrain it"},
 };
 
 void usage(std::FILE* out) {

@@ -1,6 +1,6 @@
 // autoreg train --manifest M --out model.autoreg [--genotype FILE | --unet]
 //               [--grid DxHxW] [--spacing MM] [--steps N | --epochs E] [--lr R]
-//               [--similarity ncc|mse|mind] [--lambda λ] [--dice-weight W]
+//               [--similarity ncc|mse|mind] [--lambda λ] [--objective WEIGHTS] [--dice-weight W]
 //               [--synthetic F] [--no-augment] [--checkpoint-every N] [--validate-every N]
 //               [--cache DIR] [--log FILE] [--device cpu|cuda] [--threads T] [--seed S] [--resume]
 //
@@ -29,6 +29,7 @@
 #include "autoreg/registration/train.h"
 #include "exit_codes.h"
 #include "options.h"
+#include "run_log.h"
 
 namespace autoreg::apps {
 namespace {
@@ -42,54 +43,6 @@ struct TrainParams {
   int64_t checkpoint_every = 100, validate_every = 100;
   bool resume = false;
 };
-
-std::array<int64_t, 3> parse_grid(const std::string& text) {
-  std::string t = text;
-  for (char& c : t) {
-    if (c == 'x' || c == 'X') c = ',';
-  }
-  const std::vector<int64_t> v = parse_int_list("--grid", t);
-  if (v.size() != 3 || v[0] <= 0 || v[1] <= 0 || v[2] <= 0) {
-    throw UsageError("--grid: three positive sizes DxHxW, e.g. 96x112x96");
-  }
-  return {v[0], v[1], v[2]};
-}
-
-// On resume: the log keeps the lines of the steps the checkpoint holds (a run stopped
-// between checkpoints logged steps that will be run again), rewritten atomically.
-// Returns the training seconds those steps took.
-double cut_log_to(const std::string& path, int64_t step) {
-  std::ifstream in(path);
-  if (!in) return 0;  // no log (moved away): a new one starts
-  std::string kept, line;
-  double seconds = 0;
-  while (std::getline(in, line)) {
-    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-    if (j.is_discarded() || !j.contains("step")) continue;  // a line cut short by the stop
-    if (j["step"].get<int64_t>() > step) break;
-    kept += line + "\n";
-    seconds = j.value("seconds", seconds);
-  }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << kept;
-    if (!(out << std::flush)) throw io::IoError(path + ": cannot rewrite the training log");
-  }
-  std::filesystem::rename(tmp, path);
-  return seconds;
-}
-
-std::string duration(double seconds) {
-  char buf[32];
-  const long s = long(seconds + 0.5);
-  if (s >= 3600) {
-    std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, s / 60 % 60);
-  } else {
-    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
-  }
-  return buf;
-}
 
 int train(TrainParams p) {
   io::check_output(p.out);
@@ -172,6 +125,7 @@ int train(TrainParams p) {
   notes["steps"] = std::to_string(trainer.step());
   notes["similarity"] = p.options.similarity;
   notes["lambda"] = std::to_string(p.options.smoothness);
+  if (p.options.objective) notes["objective"] = p.options.objective->to_string();
   notes["dice_weight"] = std::to_string(p.options.dice_weight);
   notes["synthetic_fraction"] = std::to_string(p.options.synthetic_fraction);
   notes["learning_rate"] = std::to_string(p.options.learning_rate);
@@ -200,6 +154,7 @@ int run_train(int argc, char** argv) {
   TCLAP::ValuesConstraint<std::string> sim_allowed(sims);
   TCLAP::ValueArg<std::string> similarity("", "similarity", "ncc (default, window 9), mse or mind", false, "ncc", &sim_allowed, cmd);
   TCLAP::ValueArg<double> lambda("", "lambda", "weight of the smoothness term (default 1)", false, 1.0, "λ", cmd);
+  TCLAP::ValueArg<std::string> objective("", "objective", "weights of the objective terms instead of --similarity and --lambda, e.g. a search's: ncc9=1,ncc7_half=0.5,ncc5_quarter=0.25,mind=0.1,smoothness=0.8 (missing terms 0)", false, "", "WEIGHTS", cmd);
   TCLAP::ValueArg<double> dice_weight("", "dice-weight", "weight of soft Dice on label maps (default 1; 0 = unsupervised)", false, 1.0, "W", cmd);
   TCLAP::ValueArg<double> synthetic("", "synthetic", "share of images synthesised from their label maps (the moving image, and in pairwise mode the fixed one too, each with this probability; default 0; subjects without an image always are)", false, 0.0, "F", cmd);
   TCLAP::SwitchArg no_augment("", "no-augment", "no random deformations and intensity changes", cmd, false);
@@ -262,6 +217,14 @@ int run_train(int argc, char** argv) {
   o.learning_rate = lr.getValue();
   o.similarity = similarity.getValue();
   o.smoothness = lambda.getValue();
+  if (objective.isSet()) {
+    if (similarity.isSet() || lambda.isSet()) throw UsageError("--objective replaces --similarity and --lambda");
+    try {
+      o.objective = registration::ObjectiveWeights::parse(objective.getValue());
+    } catch (const std::invalid_argument& e) {
+      throw UsageError(std::string("--objective: ") + e.what());
+    }
+  }
   o.dice_weight = dice_weight.getValue();
   o.synthetic_fraction = synthetic.getValue();
   o.augment = !no_augment.getValue();

@@ -159,6 +159,7 @@ void register_all(const at::Device& device) {
 }  // namespace
 
 void register_network_benchmarks(const at::Device& device);  // bench_network.cpp
+void register_search_benchmarks();                            // bench_search.cpp
 
 int main(int argc, char** argv) {
   int threads = 2;
@@ -187,6 +188,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("thp", std::getenv("THP_MEM_ALLOC_ENABLE"));
   register_all(at::Device(at::kCPU));
   register_network_benchmarks(at::Device(at::kCPU));
+  register_search_benchmarks();
   if (at::hasCUDA()) {
     register_all(at::Device(at::kCUDA));
     register_network_benchmarks(at::Device(at::kCUDA));

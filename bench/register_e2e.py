@@ -10,8 +10,13 @@ gradient descent) and transformix for the labels. Reports mean Dice over the pai
 labels, wall time and peak memory (of that process alone) side by side, as a Markdown
 table and as JSON lines.
 
-  bench/register_e2e.py [--pairs oasis,fs01,vxm01] [--modes none,affine,full]
-                        [--model-files NAME=FILE,...] [--threads 2] [--out DIR] [--no-elastix]
+  bench/register_e2e.py [--pairs oasis,fs01,vxm01 | --manifest M.csv [--split test]]
+                        [--modes none,affine,full] [--model-files NAME=FILE,...]
+                        [--threads 2] [--out DIR] [--no-elastix]
+
+With --manifest, the pairs are every ordered pair (both directions) of the manifest's
+subjects in --split (rows with an image and labels), scored over the labels of both
+maps, and a summary per method (mean over the pairs) follows the table.
 
 Data: $AUTOREG_TEST_DATA, else ../shared/data beside the clone.
 """
@@ -170,9 +175,26 @@ def run_elastix(name, pair, out, threads):
             "seconds": wall, "peak_mib": mib}
 
 
+def manifest_pairs(path, split):
+    """Every ordered pair of the split's labelled subjects, as PAIRS entries."""
+    import csv
+    path = Path(path).resolve()
+    with open(path) as f:
+        rows = [r for r in csv.DictReader(line for line in f if line.strip() and not line.startswith("#"))]
+    subjects = [(path.parent / r["image"], path.parent / r["labels"]) for r in rows
+                if (r.get("split") or "train") == split and r.get("image") and r.get("labels")]
+    if len(subjects) < 2:
+        sys.exit(f"register_e2e: {path} has fewer than two labelled '{split}' subjects")
+    name = lambda p: p.name.split("_")[0]
+    return {f"{name(m[0])}-to-{name(f[0])}": (f[0].resolve(), f[1].resolve(), m[0].resolve(), m[1].resolve(), None, [])
+            for f in subjects for m in subjects if f != m}
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pairs", default="oasis,fs01,vxm01", help="of " + ",".join(PAIRS))
+    ap.add_argument("--manifest", help="pairs from a CSV manifest instead of --pairs")
+    ap.add_argument("--split", default="test", help="the manifest's split to pair up (default test)")
     ap.add_argument("--modes", default="none,affine,full",
                     help="of none,affine,full,model,model-refine and the names of --model-files")
     ap.add_argument("--model-files", default="", help="NAME=FILE,...: model files to register with, as modes")
@@ -189,10 +211,10 @@ def main():
         print("register_e2e: elastix not installed (apt-get install elastix): autoreg only", file=sys.stderr)
     model_files = dict(item.split("=", 1) for item in args.model_files.split(",") if item)
     out = Path(args.out)
+    pairs = manifest_pairs(args.manifest, args.split) if args.manifest else {n: PAIRS[n] for n in args.pairs.split(",")}
     rows = []
     with open(out.parent / (out.name + ".jsonl") if out.name else "bench-e2e.jsonl", "a") as log:
-        for name in args.pairs.split(","):
-            pair = PAIRS[name]
+        for name, pair in pairs.items():
             jobs = [lambda m=m: run_autoreg(name, pair, out, args.threads, m, model_files)
                     for m in args.modes.split(",")]
             if elastix:
@@ -208,6 +230,14 @@ def main():
     print(f"\n| pair | method | mean Dice | wall time | peak memory |\n|---|---|---:|---:|---:|")
     for r in rows:
         print(f"| {r['pair']} | {r['method']} | {r['dice']:.3f} | {r['seconds']:.1f} s | {r['peak_mib']:.0f} MiB |")
+    if len(pairs) > 1:
+        print(f"\nMean over {len(pairs)} pairs:\n\n| method | mean Dice | min | max | wall time | peak memory |\n"
+              "|---|---:|---:|---:|---:|---:|")
+        for method in dict.fromkeys(r["method"] for r in rows):
+            rs = [r for r in rows if r["method"] == method]
+            d = [r["dice"] for r in rs]
+            print(f"| {method} | {sum(d) / len(d):.3f} | {min(d):.3f} | {max(d):.3f} | "
+                  f"{sum(r['seconds'] for r in rs) / len(rs):.1f} s | {max(r['peak_mib'] for r in rs):.0f} MiB |")
 
 
 if __name__ == "__main__":

@@ -17,22 +17,36 @@ at::Tensor matching_cost(const at::Tensor& a, const at::Tensor& b) {
 
 }  // namespace
 
-AutoRegNet::AutoRegNet(const NetworkSpec& spec) : spec_(spec) {
-  const auto& g = spec.genotype.edges;
-  const int64_t f_in[6] = {1, 16, 16, 16, 32, 32}, f_out[6] = {16, 16, 16, 32, 32, 32};
-  const int64_t f_stride[6] = {2, 1, 1, 2, 1, 1};
-  for (int e = 0; e < 6; ++e) {
-    feature_edges_[e] = register_module("F" + std::to_string(e),
-                                        make_edge(g[e], f_in[e], f_out[e], f_stride[e]));
-  }
-  const int64_t cost = spec.matching_cost ? 1 : 0;
+std::array<EdgeLayout, kGenotypeEdges> edge_layout(bool matching_cost) {
+  const int64_t cost = matching_cost ? 1 : 0;
+  // The coarse cell sees both images' 1/4-scale features; the fine cell the warped and
+  // fixed 1/2-scale features, the coarse field and the coarse cell's upsampled features.
   const int64_t coarse_in = 32 + 32 + cost, fine_in = 16 + 16 + 3 + 16 + cost;
-  const int64_t d_out[3] = {48, 32, 16};
-  for (int e = 0; e < 3; ++e) {
-    coarse_edges_[e] = register_module("D4_" + std::to_string(e),
-                                       make_edge(g[6 + e], e == 0 ? coarse_in : d_out[e - 1], d_out[e], 1));
-    fine_edges_[e] = register_module("D2_" + std::to_string(e),
-                                     make_edge(g[9 + e], e == 0 ? fine_in : d_out[e - 1], d_out[e], 1));
+  return {{{"F0", 1, 16, 2, 1, 2},
+           {"F1", 16, 16, 1, 2, 2},
+           {"F2", 16, 16, 1, 2, 2},
+           {"F3", 16, 32, 2, 2, 2},
+           {"F4", 32, 32, 1, 4, 2},
+           {"F5", 32, 32, 1, 4, 2},
+           {"D4_0", coarse_in, 48, 1, 4, 1},
+           {"D4_1", 48, 32, 1, 4, 1},
+           {"D4_2", 32, 16, 1, 4, 1},
+           {"D2_0", fine_in, 48, 1, 2, 1},
+           {"D2_1", 48, 32, 1, 2, 1},
+           {"D2_2", 32, 16, 1, 2, 1}}};
+}
+
+Edge plain_edge(const std::string& name, const EdgeLayout& layout) {
+  torch::nn::Sequential edge = make_edge(name, layout.in, layout.out, layout.stride);
+  return {edge.ptr(), [m = edge.ptr()](const at::Tensor& x) { return m->forward(x); }};
+}
+
+AutoRegNet::AutoRegNet(const NetworkSpec& spec, const EdgeFactory& factory) : spec_(spec) {
+  const auto layout = edge_layout(spec.matching_cost);
+  for (int e = 0; e < kGenotypeEdges; ++e) {
+    const EdgeLayout& l = layout[e];
+    edges_[e] = factory ? factory(e, l) : plain_edge(spec.genotype.edges[e], l);
+    register_module(l.name, edges_[e].module);
   }
   coarse_head_ = register_module("D4_flow", make_flow_head(16));
   fine_head_ = register_module("D2_flow", make_flow_head(16));
@@ -42,7 +56,7 @@ std::array<at::Tensor, 2> AutoRegNet::features(const at::Tensor& image) {
   at::Tensor x = image;
   std::array<at::Tensor, 2> out;
   for (int e = 0; e < 6; ++e) {
-    x = feature_edges_[e]->forward(x);
+    x = edges_[e].forward(x);
     if (e == 2) out[0] = x;
   }
   out[1] = x;
@@ -64,7 +78,7 @@ at::Tensor AutoRegNet::forward(const at::Tensor& moving, const at::Tensor& fixed
   std::vector<at::Tensor> coarse_in = {m4, f4};
   if (spec_.matching_cost) coarse_in.push_back(matching_cost(m4, f4));
   at::Tensor x = at::cat(coarse_in, 1);
-  for (auto& e : coarse_edges_) x = e->forward(x);
+  for (int e = 6; e < 9; ++e) x = edges_[e].forward(x);
   const at::Tensor coarse = upsample_field(field(coarse_head_->forward(x)));  // 1/2 voxels
   const at::Tensor x_up = at::upsample_trilinear3d(
       x, {2 * x.size(2), 2 * x.size(3), 2 * x.size(4)}, /*align_corners=*/false);
@@ -73,7 +87,7 @@ at::Tensor AutoRegNet::forward(const at::Tensor& moving, const at::Tensor& fixed
   std::vector<at::Tensor> fine_in = {m2_warped, f2, coarse, x_up};
   if (spec_.matching_cost) fine_in.push_back(matching_cost(m2_warped, f2));
   at::Tensor y = at::cat(fine_in, 1);
-  for (auto& e : fine_edges_) y = e->forward(y);
+  for (int e = 9; e < 12; ++e) y = edges_[e].forward(y);
   const at::Tensor fine = field(fine_head_->forward(y));
   // The fine field acts on the coarsely warped moving image: first fine, then coarse.
   return upsample_field(ops::compose(coarse, fine));

@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <array>
 #include <stdexcept>
 #include <vector>
@@ -32,6 +33,10 @@ at::Tensor shifted(const at::Tensor& padded, const std::array<int64_t, 3>& offse
 }  // namespace
 
 at::Tensor local_ncc(const at::Tensor& a, const at::Tensor& b, int64_t window) {
+  // A window wider than the volume (a coarse scale of a small one) shrinks to the widest
+  // odd one that fits.
+  for (int64_t d = 2; d < a.dim(); ++d) window = std::min(window, a.size(d) % 2 ? a.size(d) : a.size(d) - 1);
+  window = std::max<int64_t>(window, 1);
   const at::Tensor ma = box_mean(a, window), mb = box_mean(b, window);
   const at::Tensor cov = box_mean(a * b, window) - ma * mb;
   const at::Tensor va = (box_mean(a * a, window) - ma * ma).clamp_min(0);

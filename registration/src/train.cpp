@@ -14,28 +14,15 @@
 #include "autoreg/ops.h"
 #include "autoreg/registration/augment.h"
 #include "autoreg/registration/metrics.h"
+#include "autoreg/registration/optimizer_state.h"
 #include "autoreg/registration/regularization.h"
 #include "autoreg/registration/similarity.h"
+#include "autoreg/registration/training_pairs.h"
 
 namespace autoreg::registration {
 namespace {
 
-constexpr int64_t kNccWindow = 9;
-
-// A subject's image for this step: its own, or one synthesised from its labels.
-at::Tensor image_for_step(const Subject& s, const at::Tensor& table, bool synthesise) {
-  const bool can_synthesise = s.labels.defined() && table.defined();
-  if (can_synthesise && (synthesise || !s.image.defined())) return synthesize_image(s.labels, table);
-  return s.image;
-}
-
-double mean_dice(const at::Tensor& a, const at::Tensor& b) {
-  const std::vector<int64_t> labels = shared_labels(a, b);
-  if (labels.empty()) return std::numeric_limits<double>::quiet_NaN();
-  double sum = 0;
-  for (int64_t l : labels) sum += dice(a, b, l);
-  return sum / labels.size();
-}
+constexpr int64_t kNccWindow = 9;  // `similarity` mse's counterpart of the ncc9 term
 
 }  // namespace
 
@@ -84,49 +71,42 @@ StepReport Trainer::train_step() {
   // This step's randomness depends on (seed, step) alone: resuming repeats it exactly.
   std::mt19937_64 rng(options_.seed * 0x9E3779B97F4A7C15ULL + uint64_t(step_));
   at::manual_seed(options_.seed * 1000003ULL + uint64_t(step_));
-  std::uniform_real_distribution<double> uniform(0, 1);
-  const auto& train = data_.train;
-  const Subject& moving = train[rng() % train.size()];
-  const Subject* fixed = data_.atlas ? &*data_.atlas : nullptr;
-  if (!fixed) {
-    const size_t a = &moving - train.data();
-    fixed = &train[(a + 1 + rng() % (train.size() - 1)) % train.size()];
-  }
-  const bool synth_m = uniform(rng) < options_.synthetic_fraction;
-  const bool synth_f = !data_.atlas && uniform(rng) < options_.synthetic_fraction;
-  at::Tensor m = image_for_step(moving, data_.intensity_table, synth_m);
-  at::Tensor f = data_.atlas ? fixed->image : image_for_step(*fixed, data_.intensity_table, synth_f);
-  at::Tensor ml = moving.labels, fl = fixed->labels;
-  if (options_.augment) {
-    const at::Tensor field = random_smooth_field(m.sizes().slice(2), options_.deformation_voxels);
-    m = ops::warp(m, field, ops::Interpolation::Linear, ops::Padding::Border);
-    if (ml.defined()) ml = ops::warp(ml.to(at::kFloat), field, ops::Interpolation::Nearest, ops::Padding::Zeros);
-    m = augment_intensity(m);
-    if (!data_.atlas) f = augment_intensity(f);
-  }
-  m = m.to(device);
-  f = f.to(device);
+  DrawOptions draw;
+  draw.augment = options_.augment;
+  draw.deformation_voxels = options_.deformation_voxels;
+  draw.synthetic_fraction = options_.synthetic_fraction;
+  const TrainingPair pair = draw_pair(data_, data_.train, draw, rng);
+  const at::Tensor m = pair.moving.to(device), f = pair.fixed.to(device);
 
   model_.network->train();
   adam_->zero_grad();
   const at::Tensor u = model_.network->forward(m, f);
   const at::Tensor warped = ops::warp(m, u, ops::Interpolation::Linear, ops::Padding::Border);
-  const at::Tensor sim = similarity_loss(options_.similarity, f, warped, kNccWindow);
-  const at::Tensor smooth = gradient_l2(u);
-  const std::vector<int64_t> labels =
-      options_.dice_weight > 0 && ml.defined() && fl.defined() ? shared_labels(ml, fl) : std::vector<int64_t>{};
+  at::Tensor sim, smooth, weighted;
+  if (!options_.objective && options_.similarity == "mse") {
+    sim = similarity_loss("mse", f, warped, kNccWindow);
+    smooth = gradient_l2(u);
+    weighted = sim;
+  } else {
+    const ObjectiveWeights w = options_.objective ? *options_.objective
+                                                  : ObjectiveWeights::for_similarity(options_.similarity, options_.smoothness);
+    const at::Tensor terms = objective_terms(f, warped, u, needed_terms(w));
+    const at::Tensor lambda = at::tensor(std::vector<double>(w.lambda.begin(), w.lambda.end()), terms.options());
+    weighted = (terms.narrow(0, 0, kSmoothness) * lambda.narrow(0, 0, kSmoothness)).sum();
+    sim = weighted;
+    smooth = terms[kSmoothness];
+  }
+  const double smoothness_weight = options_.objective ? options_.objective->lambda[kSmoothness] : options_.smoothness;
+  const std::vector<int64_t> labels = options_.dice_weight > 0 && pair.moving_labels.defined() && pair.fixed_labels.defined()
+                                          ? shared_labels(pair.moving_labels, pair.fixed_labels)
+                                          : std::vector<int64_t>{};
   // The similarity of a synthetic image to another image measures the synthesiser, not
   // the alignment: a pair with a synthetic image learns from its label maps alone (as
   // SynthMorph does) when it has them.
-  const bool synthetic = (synth_m || !moving.image.defined()) || (!data_.atlas && (synth_f || !fixed->image.defined()));
-  at::Tensor loss = (synthetic && !labels.empty() ? 0.0 : 1.0) * sim + options_.smoothness * smooth;
+  at::Tensor loss = (pair.synthetic && !labels.empty() ? 0.0 : 1.0) * weighted + smoothness_weight * smooth;
   double dice_term = 0;
   if (!labels.empty()) {
-    // At half resolution (label probabilities pooled ×2, the field halved): a one-hot map
-    // has a channel per label, and this term would otherwise cost more than the network.
-    const auto half = [](const at::Tensor& t) { return at::avg_pool3d(t, {2, 2, 2}); };
-    const at::Tensor warped_labels = ops::warp(half(one_hot(ml, labels).to(device)), half(u) * 0.5);
-    const at::Tensor d = soft_dice_loss(half(one_hot(fl, labels).to(device)), warped_labels);
+    const at::Tensor d = label_dice_loss(pair.moving_labels, pair.fixed_labels, u, labels);
     loss = loss + options_.dice_weight * d;
     dice_term = d.item<double>();
   }
@@ -143,46 +123,9 @@ StepReport Trainer::train_step() {
   return r;
 }
 
-std::vector<std::pair<const Subject*, const Subject*>> Trainer::validation_pairs() const {
-  std::vector<std::pair<const Subject*, const Subject*>> pairs;  // (moving, fixed), both labelled
-  const auto& v = data_.validation;
-  for (size_t i = 0; i < v.size(); ++i) {
-    const Subject* fixed = data_.atlas ? &*data_.atlas : v.size() > 1 ? &v[(i + 1) % v.size()] : nullptr;
-    if (fixed && v[i].labels.defined() && fixed->labels.defined()) pairs.emplace_back(&v[i], fixed);
-  }
-  return pairs;
-}
+int64_t Trainer::validation_pair_count() const { return int64_t(validation_pairs(data_).size()); }
 
-int64_t Trainer::validation_pair_count() const { return int64_t(validation_pairs().size()); }
-
-double Trainer::validate() {
-  const at::Device& device = device_;
-  c10::AutoGradMode no_grad(false);
-  model_.network->eval();
-  const auto pairs = validation_pairs();
-  double sum = 0;
-  int n = 0;
-  // Subjects without an image are seen through one synthetic image each, the same at
-  // every validation.
-  const auto image_of = [this](const Subject& s, int64_t index) {
-    if (s.image.defined()) return s.image;
-    at::manual_seed(options_.seed + 7777 + index);
-    return synthesize_image(s.labels, data_.intensity_table);
-  };
-  for (size_t i = 0; i < pairs.size(); ++i) {
-    const auto [moving, fixed] = pairs[i];
-    const at::Tensor u = model_.network->forward(image_of(*moving, i).to(device),
-                                                 image_of(*fixed, i + 1).to(device));
-    const at::Tensor warped = ops::warp(moving->labels.to(device).to(at::kFloat), u,
-                                        ops::Interpolation::Nearest, ops::Padding::Zeros);
-    const double d = mean_dice(warped.cpu().to(at::kInt), fixed->labels);
-    if (std::isfinite(d)) {
-      sum += d;
-      ++n;
-    }
-  }
-  return n ? sum / n : std::numeric_limits<double>::quiet_NaN();
-}
+double Trainer::validate() { return validation_dice(*model_.network, data_, options_.seed, device_); }
 
 std::vector<std::pair<std::string, std::string>> Trainer::fingerprint() const {
   const auto text = [](auto v) {  // the shortest text that reads back as v
@@ -207,6 +150,7 @@ std::vector<std::pair<std::string, std::string>> Trainer::fingerprint() const {
       {"augment", text(options_.augment)},
       {"deformation-voxels", text(options_.deformation_voxels)},
       {"synthetic", text(options_.synthetic_fraction)},
+      {"objective", options_.objective ? options_.objective->to_string() : "-"},
       {"seed", text(options_.seed)},
       {"training-subjects", text(data_.train.size())},
       {"validation-subjects", text(data_.validation.size())},
@@ -218,16 +162,7 @@ void Trainer::save_checkpoint(const std::string& path) const {
   Archive a = model_archive(model_);
   a.fields.emplace_back("step", std::to_string(step_));
   for (const auto& [key, value] : fingerprint()) a.fields.emplace_back("run." + key, value);
-  const auto params = model_.network->parameters();
-  for (size_t i = 0; i < params.size(); ++i) {
-    auto it = adam_->state().find(params[i].unsafeGetTensorImpl());
-    if (it == adam_->state().end()) continue;
-    const auto& s = static_cast<const torch::optim::AdamParamState&>(*it->second);
-    const std::string p = "adam/" + std::to_string(i) + "/";
-    a.tensors.emplace_back(p + "step", at::full({1}, s.step(), at::kLong));
-    a.tensors.emplace_back(p + "exp_avg", s.exp_avg());
-    a.tensors.emplace_back(p + "exp_avg_sq", s.exp_avg_sq());
-  }
+  save_adam_state(*adam_, model_.network->parameters(), "adam/", a);
   write_archive(path, "CHECKPOINT", a);
 }
 
@@ -251,18 +186,7 @@ void Trainer::resume(const std::string& path) {
   const auto mine = model_.network->parameters();
   const auto theirs = loaded.network->parameters();
   for (size_t i = 0; i < mine.size(); ++i) mine[i].copy_(theirs[i]);
-  std::unordered_map<std::string, at::Tensor> stored;
-  for (const auto& [name, t] : a.tensors) stored[name] = t;
-  adam_->state().clear();
-  for (size_t i = 0; i < mine.size(); ++i) {
-    const std::string p = "adam/" + std::to_string(i) + "/";
-    if (!stored.count(p + "step")) continue;
-    auto s = std::make_unique<torch::optim::AdamParamState>();
-    s->step(stored[p + "step"].item<int64_t>());
-    s->exp_avg(stored[p + "exp_avg"].to(device));
-    s->exp_avg_sq(stored[p + "exp_avg_sq"].to(device));
-    adam_->state()[mine[i].unsafeGetTensorImpl()] = std::move(s);
-  }
+  load_adam_state(*adam_, mine, "adam/", tensors_by_name(a), device, path);
   try {
     step_ = std::stoll(a.field("step", path));
   } catch (const std::logic_error&) {

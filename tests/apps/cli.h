@@ -23,8 +23,7 @@ struct Result {
   std::string output;  // stdout and stderr
 };
 
-inline Result run(const std::string& args) {
-  const std::string cmd = std::string(AUTOREG_BIN) + " " + args + " 2>&1";
+inline Result run_command(const std::string& cmd) {
   Result r{-1, ""};
   FILE* pipe = ::popen(cmd.c_str(), "r");
   std::array<char, 512> buf{};
@@ -32,6 +31,15 @@ inline Result run(const std::string& args) {
   const int status = pipe ? ::pclose(pipe) : -1;
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+inline Result run(const std::string& args) { return run_command(std::string(AUTOREG_BIN) + " " + args + " 2>&1"); }
+
+// Runs `autoreg args` and sends it SIGTERM after `seconds` (coreutils' timeout, which
+// then reports the command's own exit status).
+inline Result run_with_signal(const std::string& args, int seconds) {
+  return run_command("timeout --preserve-status -s TERM " + std::to_string(seconds) + " " + std::string(AUTOREG_BIN) +
+                     " " + args + " 2>&1");
 }
 
 class Cli : public ::testing::Test {

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 
@@ -149,25 +150,44 @@ registration::TrainingSet load_training_set(const io::Manifest& manifest, regist
   Context c{info, options, stamp(reference_row.image), reference, model_frame(reference, info), {}};
 
   registration::TrainingSet set;
-  std::vector<std::pair<const io::ManifestRow*, registration::Subject*>> later;  // labels only
-  const auto add = [&](const io::ManifestRow& r, std::vector<registration::Subject>& to) {
-    if (r.image.empty()) {
-      to.emplace_back();
-      return;
-    }
-    to.push_back(prepare(c, r, r.image == reference_row.image && r.split == reference_row.split));
-  };
   const auto train_rows = manifest.split("train"), val_rows = manifest.split("val");
+  const size_t rows = train_rows.size() + val_rows.size();
+  std::vector<std::string> unreadable;
+  // A row's subject, or none when it cannot be read and unreadable rows may be skipped.
+  const auto tolerant = [&](const io::ManifestRow& r, bool is_reference) -> std::optional<registration::Subject> {
+    if (is_reference || options.max_unreadable_fraction <= 0) return prepare(c, r, is_reference);
+    try {
+      return prepare(c, r, false);
+    } catch (const std::exception& e) {
+      const std::string what = manifest.path + " line " + std::to_string(r.line) + ": " + e.what();
+      unreadable.push_back(what);
+      if (options.progress) options.progress("skipped: " + what);
+      if (double(unreadable.size()) > options.max_unreadable_fraction * double(rows)) {
+        throw io::IoError(manifest.path + ": " + std::to_string(unreadable.size()) + " of " + std::to_string(rows) +
+                          " rows cannot be read, more than the " +
+                          std::to_string(int(options.max_unreadable_fraction * 100 + 0.5)) +
+                          " % allowed; the last: " + what);
+      }
+      return std::nullopt;
+    }
+  };
   if (!atlas_rows.empty()) set.atlas = prepare(c, atlas_rows.front(), true);
-  for (const auto& r : train_rows) add(r, set.train);
-  for (const auto& r : val_rows) add(r, set.validation);
+  // Rows with an image first (labels-only rows need the label intensities of those).
+  std::vector<std::optional<registration::Subject>> train(train_rows.size()), val(val_rows.size());
+  for (size_t i = 0; i < train_rows.size(); ++i) {
+    const auto& r = train_rows[i];
+    if (!r.image.empty()) train[i] = tolerant(r, r.image == reference_row.image && r.split == reference_row.split);
+  }
+  for (size_t i = 0; i < val_rows.size(); ++i) {
+    if (!val_rows[i].image.empty()) val[i] = tolerant(val_rows[i], false);
+  }
   // Label intensities from every subject with both, on the frame.
   std::vector<at::Tensor> images, labels;
-  for (const auto* group : {&set.train, &set.validation}) {
+  for (const auto* group : {&train, &val}) {
     for (const auto& s : *group) {
-      if (s.image.defined() && s.labels.defined()) {
-        images.push_back(s.image);
-        labels.push_back(s.labels);
+      if (s && s->image.defined() && s->labels.defined()) {
+        images.push_back(s->image);
+        labels.push_back(s->labels);
       }
     }
   }
@@ -177,11 +197,14 @@ registration::TrainingSet load_training_set(const io::Manifest& manifest, regist
   }
   if (!images.empty()) set.intensity_table = registration::label_intensity_table(images, labels);
   c.table = set.intensity_table;
+  // Then labels-only rows, in their places.
   for (size_t i = 0; i < train_rows.size(); ++i) {
-    if (train_rows[i].image.empty()) set.train[i] = prepare(c, train_rows[i], false);
+    if (train_rows[i].image.empty()) train[i] = tolerant(train_rows[i], false);
+    if (train[i]) set.train.push_back(*train[i]);
   }
   for (size_t i = 0; i < val_rows.size(); ++i) {
-    if (val_rows[i].image.empty()) set.validation[i] = prepare(c, val_rows[i], false);
+    if (val_rows[i].image.empty()) val[i] = tolerant(val_rows[i], false);
+    if (val[i]) set.validation.push_back(*val[i]);
   }
   return set;
 }

@@ -11,7 +11,8 @@
 namespace autoreg::registration {
 
 // Local normalised cross-correlation (mean over voxels, in [0, 1]; 1 = identical up
-// to local affine intensity changes) with a cubic window of `window` voxels.
+// to local affine intensity changes) with a cubic window of `window` voxels (at most the
+// widest odd window that fits the volume).
 at::Tensor local_ncc(const at::Tensor& a, const at::Tensor& b, int64_t window);
 
 // MIND-SSC descriptors (Heinrich et al., MICCAI 2013): for each voxel, 12 channels

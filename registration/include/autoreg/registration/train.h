@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "autoreg/registration/model_file.h"
+#include "autoreg/registration/objective.h"
 
 namespace torch::optim {
 class Adam;
@@ -42,6 +43,9 @@ struct TrainOptions {
   double learning_rate = 1e-4;           // Adam
   std::string similarity = "ncc";        // ncc (window 9), mse or mind
   double smoothness = 1.0;               // λ on the L2 gradient of the displacement
+  // When set, the image terms and smoothness weighted by these (objective.h; e.g. the
+  // search's λ) replace `similarity` and `smoothness`.
+  std::optional<ObjectiveWeights> objective;
   double dice_weight = 1.0;              // on soft Dice where both label maps exist
   bool augment = true;                   // random smooth deformation + intensity
   double deformation_voxels = 2.0;       // σ of the random deformation, model voxels
@@ -76,7 +80,6 @@ class Trainer {
 
  private:
   std::vector<std::pair<std::string, std::string>> fingerprint() const;
-  std::vector<std::pair<const Subject*, const Subject*>> validation_pairs() const;
   Model& model_;
   TrainingSet data_;
   TrainOptions options_;

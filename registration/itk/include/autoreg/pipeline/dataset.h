@@ -22,12 +22,17 @@ struct DatasetOptions {
   std::string cache_dir;              // created when missing
   registration::AffineOptions affine;
   std::function<void(const std::string&)> progress;  // one line per subject
+  // > 0: a row that cannot be read is reported (through `progress`) and left out, and
+  // loading fails only when more than this fraction of the rows do (or the reference
+  // does). 0: the first unreadable row fails.
+  double max_unreadable_fraction = 0;
 };
 
 // The training set on info's grid (info.grid, info.spacing, info.normalization). A grid
 // of {0, 0, 0} is chosen here (and written back): the reference's foreground box plus
 // 8 mm on each side, at info.spacing, rounded up to a multiple of `size_multiple`.
-// Throws io::IoError for unreadable inputs or a cache folder it cannot create,
+// Throws io::IoError for unreadable inputs (beyond max_unreadable_fraction) or a cache
+// folder it cannot create,
 // std::invalid_argument for a manifest that cannot train (no reference image).
 registration::TrainingSet load_training_set(const io::Manifest& manifest,
                                             registration::ModelInfo& info, int64_t size_multiple,

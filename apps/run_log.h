@@ -1,0 +1,70 @@
+// What the long-running subcommands (train, search) share: their JSON-lines logs,
+// durations for progress lines, and the model-grid option.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "autoreg/io/volume.h"
+#include "exit_codes.h"
+#include "options.h"
+
+namespace autoreg::apps {
+
+// On resume: the log keeps the lines of the steps the checkpoint holds (a run stopped
+// between checkpoints logged steps that will be run again), rewritten atomically.
+// Returns the seconds field of the last line kept (the time those steps took).
+inline double cut_log_to(const std::string& path, int64_t step) {
+  std::ifstream in(path);
+  if (!in) return 0;  // no log (moved away): a new one starts
+  std::string kept, line;
+  double seconds = 0;
+  while (std::getline(in, line)) {
+    const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_discarded() || !j.contains("step")) continue;  // a line cut short by the stop
+    if (j["step"].get<int64_t>() > step) break;
+    kept += line + "\n";
+    seconds = j.value("seconds", seconds);
+  }
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << kept;
+    if (!(out << std::flush)) throw io::IoError(path + ": cannot rewrite the log");
+  }
+  std::filesystem::rename(tmp, path);
+  return seconds;
+}
+
+// "1h05m" or "3m07s".
+inline std::string duration(double seconds) {
+  char buf[32];
+  const long s = long(seconds + 0.5);
+  if (s >= 3600) {
+    std::snprintf(buf, sizeof buf, "%ldh%02ldm", s / 3600, s / 60 % 60);
+  } else {
+    std::snprintf(buf, sizeof buf, "%ldm%02lds", s / 60, s % 60);
+  }
+  return buf;
+}
+
+// "96x112x96" → {96, 112, 96}; a UsageError otherwise.
+inline std::array<int64_t, 3> parse_grid(const std::string& text) {
+  std::string t = text;
+  for (char& c : t) {
+    if (c == 'x' || c == 'X') c = ',';
+  }
+  const std::vector<int64_t> v = parse_int_list("--grid", t);
+  if (v.size() != 3 || v[0] <= 0 || v[1] <= 0 || v[2] <= 0) {
+    throw UsageError("--grid: three positive sizes DxHxW, e.g. 96x112x96");
+  }
+  return {v[0], v[1], v[2]};
+}
+
+}  // namespace autoreg::apps

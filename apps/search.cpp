@@ -1,0 +1,440 @@
+// autoreg search --manifest M --out DIR [--budget-minutes T | --steps N] [--retrain-steps N]
+//                [--grid DxHxW] [--spacing MM] [--mode joint|sequential] [--order first|second]
+//                [--edges all|deformation] [--path sampled|mixed] [--max-forward-ms X] ...
+//                [--device cpu|cuda] [--threads N] [--seed S] [--resume]
+//
+// The triple-level search (search/searcher.h) on a manifest's subjects (preprocessed
+// onto the model grid as `train` does): `train` rows train ω, labelled `val` rows drive
+// α and λ. Then the derived network is retrained from scratch with the searched λ. DIR
+// receives genotype.txt, genotype.json, model.autoreg, search.log.jsonl, retrain.log.jsonl,
+// report.html, op_cost.json and the checkpoints (search.ckpt, retrain.ckpt) that
+// --resume continues from. SIGINT/SIGTERM write a checkpoint and exit with 4.
+#include <tclap/CmdLine.h>
+
+#include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <memory>
+#include <string>
+
+#include "autoreg/io/manifest.h"
+#include "autoreg/io/volume.h"
+#include "autoreg/pipeline/dataset.h"
+#include "autoreg/registration/model_file.h"
+#include "autoreg/registration/train.h"
+#include "autoreg/search/op_cost.h"
+#include "autoreg/search/report.h"
+#include "autoreg/search/searcher.h"
+#include "exit_codes.h"
+#include "options.h"
+#include "run_log.h"
+#include "search_outputs.h"
+
+namespace autoreg::apps {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+volatile std::sig_atomic_t g_stop = 0;
+extern "C" void on_signal(int signal) { g_stop = signal; }
+
+struct SearchParams {
+  std::string manifest, out, cache, op_cost;
+  registration::ModelInfo info;
+  search::SearchOptions options;
+  double budget_minutes = 0;     // > 0: search and retraining share this time
+  double search_share = 0.5;     // of the budget, for the search
+  int64_t retrain_steps = 1000;  // with a budget and not given: the rest of the budget
+  bool retrain_steps_given = false, budget_given = false;
+  bool default_budget = true;    // --max-forward-ms not given: the default genotype's time
+  int64_t checkpoint_every = 25, validate_every = 50;
+  double max_unreadable = 0.2;
+  bool resume = false;
+};
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string percent(double v) { return std::isfinite(v) ? std::to_string(v).substr(0, 5) : "-"; }
+
+// Stops at a signal: a checkpoint is written by `save` first.
+void stop_if_signalled(const std::function<void()>& save, const std::string& what) {
+  if (!g_stop) return;
+  save();
+  std::fprintf(stderr, "interrupted (%s): checkpoint written; continue with --resume\n", what.c_str());
+  std::fflush(stderr);
+  std::exit(kInterrupted);
+}
+
+int search_main(SearchParams p) {
+  fs::create_directories(p.out);
+  const fs::path dir(p.out);
+  const std::string checkpoint = (dir / "search.ckpt").string(), retrain_checkpoint = (dir / "retrain.ckpt").string();
+  const std::string log_path = (dir / "search.log.jsonl").string(), retrain_log = (dir / "retrain.log.jsonl").string();
+  if (p.resume && !fs::exists(checkpoint)) throw UsageError("--resume: no checkpoint " + checkpoint + " to resume from");
+  if (!p.resume && fs::exists(checkpoint)) {
+    throw UsageError(p.out + " holds a search already (search.ckpt): --resume continues it, or choose another --out");
+  }
+  const io::Manifest manifest = io::read_manifest(p.manifest);
+  if (manifest.split("val").empty()) {
+    throw io::IoError(p.manifest + ": no 'val' rows: the search chooses the architecture and the objective on "
+                      "labelled validation subjects (λ raises the Dice of their warped label maps)");
+  }
+  pipeline::DatasetOptions dataset;
+  dataset.cache_dir = p.cache;
+  dataset.max_unreadable_fraction = p.max_unreadable;
+  dataset.progress = [](const std::string& line) { std::fprintf(stderr, "preprocess: %s\n", line.c_str()); };
+  registration::TrainingSet data;
+  try {
+    data = pipeline::load_training_set(manifest, p.info, 4, dataset);
+  } catch (const std::invalid_argument& e) {
+    throw io::IoError(e.what());
+  }
+  std::fprintf(stderr, "search set: %zu training, %zu validation subjects%s; model grid %ldx%ldx%ld at %g mm\n",
+               data.train.size(), data.validation.size(), data.atlas ? ", atlas mode" : ", pairwise mode",
+               long(p.info.grid[0]), long(p.info.grid[1]), long(p.info.grid[2]), p.info.spacing[0]);
+
+  // What each candidate costs here, at this grid: measured once per DIR (or given).
+  const std::string costs_path = p.op_cost.empty() ? (dir / "op_cost.json").string() : p.op_cost;
+  search::OpCosts costs;
+  if (fs::exists(costs_path)) {
+    costs = search::load_op_costs(costs_path);
+    if (costs.grid != p.info.grid) throw io::IoError(costs_path + ": measured at another grid than this search's");
+  } else {
+    std::fprintf(stderr, "measuring the operations' forward times at %ldx%ldx%ld (%d threads)...\n",
+                 long(p.info.grid[0]), long(p.info.grid[1]), long(p.info.grid[2]), at::get_num_threads());
+    costs = search::measure_op_costs(p.info.grid, p.info.network, p.options.device, 3,
+                                     [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); });
+    search::save_op_costs(costs_path, costs);
+  }
+  const double default_ms = search::predicted_ms(costs, registration::Genotype::standard());
+  if (p.default_budget) p.options.budget_ms = default_ms;
+  std::fprintf(stderr, "forward-time budget: %s (the default network: %.0f ms at this grid)\n",
+               p.options.budget_ms > 0 ? (std::to_string(long(p.options.budget_ms + 0.5)) + " ms").c_str() : "none",
+               default_ms);
+
+  std::unique_ptr<search::Searcher> made;
+  try {
+    made = std::make_unique<search::Searcher>(data, p.info, p.options, costs);
+  } catch (const std::invalid_argument& e) {
+    throw io::IoError(p.manifest + ": " + e.what());
+  }
+  search::Searcher& searcher = *made;
+  double earlier = 0;  // search seconds before this run
+  if (p.resume) {
+    searcher.resume(checkpoint);
+    earlier = searcher.notes.count("seconds") ? std::stod(searcher.notes["seconds"]) : cut_log_to(log_path, 0);
+    cut_log_to(log_path, searcher.steps_done());
+    std::fprintf(stderr, "resumed the search from %s at step %ld\n", checkpoint.c_str(), long(searcher.steps_done()));
+  }
+  const double search_budget = p.budget_minutes * 60 * p.search_share;  // seconds; 0: by steps
+  const auto started = Clock::now();
+  const auto seconds = [&] { return earlier + since(started); };
+  const auto save = [&] {
+    searcher.notes["seconds"] = std::to_string(seconds());
+    searcher.save_checkpoint(checkpoint);
+  };
+  const bool search_done = searcher.notes.count("finished") > 0;
+  std::array<double, search::kEdges> entropy_start{};
+  entropy_start.fill(std::log(double(search::kCandidates)));
+
+  if (!search_done) {
+    std::ofstream log(log_path, p.resume ? std::ios::app : std::ios::trunc);
+    if (!log) throw io::IoError(log_path + ": cannot write the search log");
+    const int64_t first = searcher.steps_done();
+    double validation = std::nan("");
+    auto last_line = Clock::now() - std::chrono::hours(1);
+    while (search_budget > 0 ? seconds() < search_budget : !searcher.finished()) {
+      if (search_budget > 0) searcher.set_progress(seconds() / search_budget);
+      const search::SearchStep r = searcher.step();
+      nlohmann::json line = search_log_line(searcher, r, seconds());
+      const bool last = search_budget > 0 ? seconds() >= search_budget : searcher.finished();
+      if (r.step % p.validate_every == 0 || last) {
+        validation = searcher.validate();
+        if (std::isfinite(validation)) line["validation_dice"] = validation;
+      }
+      log << line.dump() << "\n" << std::flush;
+      if (r.step % p.checkpoint_every == 0 || last) save();
+      if (since(last_line) > 20 || last || r.step == first + 1) {
+        last_line = Clock::now();
+        const double per_step = since(started) / double(r.step - first);
+        const double left = search_budget > 0 ? search_budget - seconds()
+                                              : per_step * double(p.options.steps - r.step);
+        const auto l = searcher.objective().lambda;
+        std::fprintf(stderr,
+                     "search step %ld%s [%s] loss %.4f  val Dice %s  λ %.2f/%.2f/%.2f/%.2f/%.2f  %s  %.0f ms%s  %.2f s/step  %s left\n",
+                     long(r.step), search_budget > 0 ? "" : ("/" + std::to_string(p.options.steps)).c_str(),
+                     r.phase.c_str(), r.loss, percent(validation).c_str(), l[0], l[1], l[2], l[3], l[4],
+                     searcher.derived().to_string().c_str(), search::predicted_ms(costs, searcher.derived()),
+                     r.rollbacks ? (" rollbacks " + std::to_string(r.rollbacks)).c_str() : "", per_step,
+                     duration(std::max(0.0, left)).c_str());
+      }
+      stop_if_signalled(save, "search");
+    }
+    searcher.notes["finished"] = "1";
+    searcher.notes["validation_dice"] = std::to_string(validation);
+    save();
+  }
+  const auto lines = search::read_json_lines(log_path);
+  if (!lines.empty() && lines.front().contains("entropy")) entropy_start = lines.front()["entropy"].get<std::array<double, search::kEdges>>();
+
+  // The derived network, its predicted and measured forward time.
+  const registration::Genotype genotype = searcher.derived();
+  registration::ModelInfo derived_info = p.info;
+  derived_info.network.genotype = genotype;
+  const double measured = measure_forward_ms(derived_info.network, p.info.grid, p.options.device, 3);
+  const double search_seconds = std::stod(searcher.notes["seconds"]);
+  nlohmann::json run = {{"seed", p.options.seed},       {"mode", p.options.mode},
+                        {"order", p.options.order},     {"path", p.options.path},
+                        {"arch_path", p.options.architecture_path},
+                        {"edges_searched", p.options.edges}, {"budget_ms", p.options.budget_ms},
+                        {"default_forward_ms", default_ms}, {"measured_forward_ms", measured},
+                        {"search_seconds", search_seconds}};
+  const double search_dice = std::stod(searcher.notes.count("validation_dice") ? searcher.notes["validation_dice"] : "nan");
+  run["validation_dice"] = std::isfinite(search_dice) ? nlohmann::json(search_dice) : nlohmann::json();
+  nlohmann::json summary = search_summary(searcher, p.info, run, entropy_start);
+  write_text_atomically((dir / "genotype.txt").string(), genotype_file_text(genotype, summary));
+  write_text_atomically((dir / "genotype.json").string(), summary.dump(1) + "\n");
+  write_text_atomically((dir / "report.html").string(), search::render_report(lines, summary));
+  std::fprintf(stderr, "derived genotype: %s\n  λ: %s\n  forward %.0f ms predicted, %.0f ms measured (budget %s)\n",
+               genotype.to_string().c_str(), searcher.objective().to_string().c_str(),
+               search::predicted_ms(costs, genotype), measured,
+               p.options.budget_ms > 0 ? (std::to_string(long(p.options.budget_ms + 0.5)) + " ms").c_str() : "none");
+
+  // Retraining from scratch with the searched λ.
+  if (p.retrain_steps == 0 && !p.budget_given) {
+    std::fprintf(stderr, "--retrain-steps 0: no model written\n");
+    return kOk;
+  }
+  registration::TrainOptions train;
+  train.learning_rate = p.options.weight_lr;
+  train.objective = searcher.objective();
+  train.dice_weight = p.options.dice_weight;
+  train.augment = p.options.augment;
+  train.deformation_voxels = p.options.deformation_voxels;
+  train.seed = p.options.seed;
+  train.device = p.options.device;
+  const double retrain_budget = p.budget_minutes * 60 - search_seconds;  // seconds, with a budget
+  train.steps = p.retrain_steps_given || !p.budget_given ? p.retrain_steps : int64_t(1) << 40;
+  made.reset();  // the supernet's memory
+  at::manual_seed(p.options.seed);
+  registration::Model model = registration::make_model(derived_info);
+  registration::Trainer trainer(model, data, train);
+  double retrain_earlier = 0;
+  if (fs::exists(retrain_checkpoint)) {
+    trainer.resume(retrain_checkpoint);
+    retrain_earlier = cut_log_to(retrain_log, trainer.step());
+    std::fprintf(stderr, "resumed retraining from %s at step %ld\n", retrain_checkpoint.c_str(), long(trainer.step()));
+  }
+  std::ofstream log(retrain_log, trainer.step() > 0 ? std::ios::app : std::ios::trunc);
+  if (!log) throw io::IoError(retrain_log + ": cannot write the retraining log");
+  const auto retrain_started = Clock::now();
+  const auto retrain_seconds = [&] { return retrain_earlier + since(retrain_started); };
+  const auto save_retrain = [&] { trainer.save_checkpoint(retrain_checkpoint); };
+  const int64_t first = trainer.step();
+  double validation = std::nan("");
+  auto last_line = Clock::now() - std::chrono::hours(1);
+  const auto time_left = [&] { return retrain_budget - retrain_seconds(); };
+  while (trainer.step() < train.steps && (p.retrain_steps_given || !p.budget_given || time_left() > 0)) {
+    const registration::StepReport r = trainer.train_step();
+    const bool last = r.step == train.steps || (!p.retrain_steps_given && p.budget_given && time_left() <= 0);
+    nlohmann::json line = {{"step", r.step}, {"loss", r.loss}, {"similarity", r.similarity},
+                           {"smoothness", r.smoothness}, {"dice_loss", r.dice}};
+    if (r.step % p.validate_every == 0 || last) {
+      validation = trainer.validate();
+      if (std::isfinite(validation)) line["validation_dice"] = validation;
+    }
+    line["seconds"] = retrain_seconds();
+    log << line.dump() << "\n" << std::flush;
+    if (r.step % (4 * p.checkpoint_every) == 0 || last) save_retrain();
+    if (since(last_line) > 20 || last || r.step == first + 1) {
+      last_line = Clock::now();
+      const double per_step = since(retrain_started) / double(r.step - first);
+      const double left = p.retrain_steps_given || !p.budget_given ? per_step * double(train.steps - r.step) : time_left();
+      std::fprintf(stderr, "retrain step %ld  loss %.4f (dice %.4f)  validation Dice %s  %.2f s/step  %s left\n",
+                   long(r.step), r.loss, r.dice, percent(validation).c_str(), per_step, duration(std::max(0.0, left)).c_str());
+    }
+    stop_if_signalled(save_retrain, "retraining");
+  }
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  auto& notes = model.info.notes;
+  notes["trained"] = date;
+  notes["manifest"] = fs::path(p.manifest).filename().string();
+  notes["found_by"] = "autoreg search (mode " + p.options.mode + ", order " + p.options.order + ", edges " +
+                      p.options.edges + ", path " + p.options.path + ", seed " + std::to_string(p.options.seed) + ")";
+  notes["objective"] = train.objective->to_string();
+  notes["search_seconds"] = std::to_string(search_seconds);
+  notes["search_validation_dice"] = std::to_string(search_dice);
+  notes["forward_ms_measured"] = std::to_string(measured);
+  notes["forward_budget_ms"] = std::to_string(p.options.budget_ms);
+  notes["steps"] = std::to_string(trainer.step());
+  notes["training_seconds"] = std::to_string(retrain_seconds());
+  notes["dice_weight"] = std::to_string(train.dice_weight);
+  notes["learning_rate"] = std::to_string(train.learning_rate);
+  if (std::isfinite(validation)) notes["validation_dice"] = std::to_string(validation);
+  const std::string model_path = (dir / "model.autoreg").string();
+  registration::save_model(model_path, model);
+  summary["retrain_steps"] = trainer.step();
+  summary["retrain_seconds"] = retrain_seconds();
+  summary["retrain_validation_dice"] = std::isfinite(validation) ? nlohmann::json(validation) : nlohmann::json();
+  write_text_atomically((dir / "genotype.json").string(), summary.dump(1) + "\n");
+  write_text_atomically((dir / "report.html").string(), search::render_report(lines, summary));
+  std::fprintf(stderr, "wrote %s (retrained %ld steps; validation Dice %s)\n", model_path.c_str(),
+               long(trainer.step()), percent(validation).c_str());
+  return kOk;
+}
+
+}  // namespace
+
+int run_search(int argc, char** argv) {
+  TCLAP::CmdLine cmd("Search the network architecture and the training objective for a dataset (CSV manifest: "
+                     "image,labels,split; train rows train the weights, labelled val rows choose the architecture "
+                     "and the objective), then retrain the derived network and write DIR/model.autoreg.", ' ', "0.1");
+  TCLAP::ValueArg<std::string> manifest("", "manifest", "CSV manifest of the dataset (needs labelled val rows)", true, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> out("", "out", "output folder (created): genotype.txt, genotype.json, model.autoreg, report.html, logs, checkpoints", true, "", "DIR", cmd);
+  TCLAP::ValueArg<double> budget("", "budget-minutes", "instead of --steps: wall-clock minutes for search and retraining together (half each unless --retrain-steps)", false, 0, "T", cmd);
+  TCLAP::ValueArg<int64_t> steps("", "steps", "search steps (default 500)", false, 500, "N", cmd);
+  TCLAP::ValueArg<int64_t> retrain_steps("", "retrain-steps", "retraining steps of the derived network (default 1000, or the rest of --budget-minutes; 0: no retraining, no model)", false, 1000, "N", cmd);
+  TCLAP::ValueArg<std::string> grid("", "grid", "model grid DxHxW at --spacing (default: the reference's foreground box + 8 mm)", false, "", "DxHxW", cmd);
+  TCLAP::ValueArg<double> spacing("", "spacing", "model grid spacing in mm (default 2)", false, 2.0, "MM", cmd);
+  std::vector<std::string> modes = {"joint", "sequential"}, orders = {"first", "second"}, edge_sets = {"all", "deformation"},
+                           paths = {"sampled", "mixed"}, devices = {"cpu", "cuda"};
+  TCLAP::ValuesConstraint<std::string> mode_allowed(modes), order_allowed(orders), edges_allowed(edge_sets),
+      path_allowed(paths), device_allowed(devices);
+  TCLAP::ValueArg<std::string> mode("", "mode", "joint (default: ω, α and λ in one loop) or sequential (α, then λ on the derived architecture)", false, "joint", &mode_allowed, cmd);
+  TCLAP::ValueArg<std::string> order("", "order", "α's gradient: first (default) or second order (finite-difference Hessian-vector product)", false, "first", &order_allowed, cmd);
+  TCLAP::ValueArg<std::string> edges("", "edges", "searched edges: all (default, 12) or deformation (the 6 D-cell edges)", false, "all", &edges_allowed, cmd);
+  TCLAP::ValueArg<std::string> path("", "path", "sampled (default, GDAS: one candidate per edge and step) or mixed (DARTS: all candidates; small grids only)", false, "sampled", &path_allowed, cmd);
+  TCLAP::ValueArg<std::string> arch_path("", "arch-path", "α's gradient: mixed (default, DARTS: every allowed candidate) or sampled (GDAS straight-through on the step's path)", false, "mixed", &path_allowed, cmd);
+  TCLAP::ValueArg<double> max_forward("", "max-forward-ms", "forward-time budget of the derived network at the model grid on this machine (default: the default network's; 0: none)", false, 0, "X", cmd);
+  TCLAP::ValueArg<double> latency_weight("", "latency-weight", "weight of the expected forward time (÷ the default network's) in α's objective, always on (default 0: only the budget counts)", false, 0, "W", cmd);
+  TCLAP::ValueArg<double> update_crop("", "update-crop", "α and λ updates see a random box of the pairs, this share of each axis (default 0.6; 1: whole volumes)", false, 0.6, "F", cmd);
+  TCLAP::ValueArg<int64_t> arch_every("", "arch-every", "update α every k-th step (default 3)", false, 3, "K", cmd);
+  TCLAP::ValueArg<int64_t> objective_every("", "objective-every", "update λ every k-th step (default 6)", false, 6, "K", cmd);
+  TCLAP::ValueArg<double> warmup("", "warmup", "share of the search in which only the weights move (default 0.2)", false, 0.2, "F", cmd);
+  TCLAP::ValueArg<double> lr("", "lr", "Adam learning rate of the weights, search and retraining (default 1e-3)", false, 1e-3, "R", cmd);
+  TCLAP::ValueArg<double> arch_lr("", "arch-lr", "Adam learning rate of α (default 2e-2)", false, 2e-2, "R", cmd);
+  TCLAP::ValueArg<double> objective_lr("", "objective-lr", "Adam learning rate of log λ (default 3e-2)", false, 3e-2, "R", cmd);
+  TCLAP::ValueArg<double> dice_weight("", "dice-weight", "weight of soft Dice on training label maps (default 1; 0 = unsupervised)", false, 1.0, "W", cmd);
+  TCLAP::ValueArg<std::string> terms("", "terms", "the objective terms whose weights are searched (default ncc9,ncc7_half,ncc5_quarter,smoothness; add mind for multimodal data, with a positive starting weight in --initial-objective)", false, "", "LIST", cmd);
+  TCLAP::ValueArg<std::string> initial("", "initial-objective", "starting λ (default ncc9=1,ncc7_half=0.5,ncc5_quarter=0.25,smoothness=1)", false, "", "WEIGHTS", cmd);
+  TCLAP::ValueArg<std::string> op_cost("", "op-cost", "operation costs measured before (JSON, from an earlier search's op_cost.json at the same grid)", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> cache("", "cache", "folder for preprocessed volumes (default DIR/cache)", false, "", "DIR", cmd);
+  TCLAP::SwitchArg no_augment("", "no-augment", "no random deformations and intensity changes", cmd, false);
+  TCLAP::ValueArg<int64_t> checkpoint_every("", "checkpoint-every", "search steps between checkpoints (default 25; retraining: 4×)", false, 25, "N", cmd);
+  TCLAP::ValueArg<int64_t> validate_every("", "validate-every", "steps between validations (default 50)", false, 50, "N", cmd);
+  TCLAP::ValueArg<double> max_unreadable("", "max-unreadable", "share of manifest rows that may be unreadable (reported and skipped; default 0.2)", false, 0.2, "F", cmd);
+  TCLAP::ValueArg<int64_t> max_rollbacks("", "max-rollbacks", "non-finite steps in a row (each rolled back at half the step sizes) before giving up (default 5)", false, 5, "K", cmd);
+  TCLAP::ValueArg<std::string> device("", "device", "cpu (default) or cuda", false, "cpu", &device_allowed, cmd);
+  TCLAP::ValueArg<int> threads("", "threads", "CPU threads (default: all)", false, 0, "T", cmd);
+  TCLAP::ValueArg<uint64_t> seed("", "seed", "random seed (default 0)", false, 0, "S", cmd);
+  TCLAP::SwitchArg resume("", "resume", "continue the search (or its retraining) in DIR from its checkpoint", cmd, false);
+  cmd.setExceptionHandling(false);
+  cmd.parse(argc, argv);
+
+  SearchParams p;
+  p.manifest = manifest.getValue();
+  p.out = out.getValue();
+  p.cache = cache.isSet() ? cache.getValue() : (fs::path(p.out) / "cache").string();
+  p.op_cost = op_cost.getValue();
+  if (fs::exists(p.out) && !fs::is_directory(p.out)) throw UsageError("--out " + p.out + " is a file, not a folder");
+  if (budget.isSet() && steps.isSet()) throw UsageError("--budget-minutes and --steps exclude each other");
+  if (budget.isSet() && !(budget.getValue() > 0)) throw UsageError("--budget-minutes must be > 0");
+  if (steps.getValue() <= 0) throw UsageError("--steps must be positive");
+  if (retrain_steps.getValue() < 0) throw UsageError("--retrain-steps must be >= 0");
+  if (!(spacing.getValue() > 0)) throw UsageError("--spacing must be > 0");
+  if (!(lr.getValue() > 0 && arch_lr.getValue() > 0 && objective_lr.getValue() > 0)) throw UsageError("learning rates must be > 0");
+  if (max_forward.getValue() < 0 || latency_weight.getValue() < 0 || dice_weight.getValue() < 0) {
+    throw UsageError("--max-forward-ms, --latency-weight and --dice-weight must be >= 0");
+  }
+  if (arch_every.getValue() <= 0 || objective_every.getValue() <= 0 || checkpoint_every.getValue() <= 0 ||
+      validate_every.getValue() <= 0 || max_rollbacks.getValue() < 0) {
+    throw UsageError("--arch-every, --objective-every, --checkpoint-every, --validate-every must be positive");
+  }
+  if (!(warmup.getValue() >= 0 && warmup.getValue() < 1)) throw UsageError("--warmup must be in [0, 1)");
+  if (!(max_unreadable.getValue() >= 0 && max_unreadable.getValue() < 1)) throw UsageError("--max-unreadable must be in [0, 1)");
+  p.info.network.kind = "autoreg";
+  p.info.spacing = {spacing.getValue(), spacing.getValue(), spacing.getValue()};
+  p.info.grid = grid.isSet() ? parse_grid(grid.getValue()) : std::array<int64_t, 3>{0, 0, 0};
+  for (int64_t size : p.info.grid) {
+    if (size % 4 != 0) throw UsageError("--grid: the AutoReg network needs sizes that are multiples of 4");
+  }
+  auto& o = p.options;
+  o.steps = steps.getValue();
+  o.mode = mode.getValue();
+  o.order = order.getValue();
+  o.edges = edges.getValue();
+  o.path = path.getValue();
+  o.architecture_path = arch_path.getValue();
+  o.budget_ms = max_forward.getValue();
+  p.default_budget = !max_forward.isSet();
+  o.latency_weight = latency_weight.getValue();
+  o.architecture_every = arch_every.getValue();
+  if (!(update_crop.getValue() > 0 && update_crop.getValue() <= 1)) throw UsageError("--update-crop must be in (0, 1]");
+  o.update_crop = update_crop.getValue();
+  o.objective_every = objective_every.getValue();
+  o.warmup_fraction = warmup.getValue();
+  o.weight_lr = lr.getValue();
+  o.architecture_lr = arch_lr.getValue();
+  o.objective_lr = objective_lr.getValue();
+  o.dice_weight = dice_weight.getValue();
+  o.augment = !no_augment.getValue();
+  o.max_rollbacks = max_rollbacks.getValue();
+  o.seed = seed.getValue();
+  o.device = device.getValue();
+  try {
+    if (initial.isSet()) o.initial_objective = registration::ObjectiveWeights::parse(initial.getValue());
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--initial-objective: ") + e.what());
+  }
+  if (terms.isSet()) {
+    o.searched_terms.fill(false);
+    std::stringstream list(terms.getValue());
+    std::string name;
+    while (std::getline(list, name, ',')) {
+      bool known = false;
+      for (int i = 0; i < registration::kObjectiveTerms; ++i) {
+        if (name == registration::kObjectiveTermNames[i]) o.searched_terms[i] = known = true;
+      }
+      if (!known) throw UsageError("--terms: unknown term '" + name + "'");
+    }
+  }
+  // A searched term needs a positive start: the defaults' where the user gave none.
+  constexpr std::array<double, registration::kObjectiveTerms> kStart = {1.0, 0.5, 0.25, 0.5, 1.0};
+  for (int i = 0; i < registration::kObjectiveTerms; ++i) {
+    if (o.searched_terms[i] && !(o.initial_objective.lambda[i] > 0)) {
+      if (initial.isSet()) {
+        throw UsageError(std::string("--initial-objective: the searched term ") + registration::kObjectiveTermNames[i] +
+                         " needs a positive starting weight");
+      }
+      o.initial_objective.lambda[i] = kStart[i];
+    }
+  }
+  if (o.device == "cuda" && !at::hasCUDA()) throw UsageError("--device cuda: no CUDA device is available here");
+  p.budget_minutes = budget.getValue();
+  p.budget_given = budget.isSet();
+  p.retrain_steps = retrain_steps.getValue();
+  p.retrain_steps_given = retrain_steps.isSet();
+  if (p.budget_given && p.retrain_steps_given) p.search_share = 1.0;  // the budget is the search's alone
+  p.checkpoint_every = checkpoint_every.getValue();
+  p.validate_every = validate_every.getValue();
+  p.max_unreadable = max_unreadable.getValue();
+  p.resume = resume.getValue();
+  if (threads.getValue() > 0) at::set_num_threads(threads.getValue());
+  std::signal(SIGINT, on_signal);
+  std::signal(SIGTERM, on_signal);
+  return search_main(p);
+}
+
+}  // namespace autoreg::apps

@@ -1,0 +1,210 @@
+// The triple-level search (DESIGN.md, "The method"): network weights ω, architecture α
+// and objective weights λ, on a training set already on the model grid (as the trainer
+// takes it; `autoreg search` builds it from a manifest).
+//
+// One step, joint mode (the default):
+//   ω  a training pair, the loss Σ λ_i·term_i (objective.h) + soft Dice where labelled,
+//      Adam on the path's weights;
+//   λ  every `objective_every` steps: raise the soft Dice of a labelled validation pair
+//      after one unrolled ω step, ω' = ω − η·P·∇ω L_train (P: Adam's current diagonal
+//      preconditioner, so the virtual step is the one Adam would take). L_train is linear
+//      in λ, so dDice(ω')/dλ_i = −η·∇ω term_i · P·v with v = ∇ω' L_dice(ω'): a central
+//      difference of the terms at ω ± ε·P·v (two forward passes). λ = exp(ρ) stays
+//      positive; Adam on ρ.
+//   α  every `architecture_every` steps (on the full mixed network by default, see
+//      architecture_path): the unsupervised loss (λ-weighted terms) of a
+//      validation pair plus latency_weight · E[forward ms]/reference + a penalty on
+//      E[forward ms] above the budget; first order at ω, or second order (DARTS): at ω'
+//      minus η times the finite-difference Hessian-vector product of L_train at ω ± ε·P·v.
+// Warm-up (the first warmup_fraction of steps): only ω moves. Sequential mode (as the
+// published code): α with λ fixed for the first half of the search steps, then λ on the
+// derived architecture.
+// Paths: "sampled" (GDAS; one candidate per edge per step, the same path for the step's
+// three updates) or "mixed" (DARTS; every candidate, for small grids and tests).
+// Faults: a non-finite loss or gradient restores the last good state (kept every
+// snapshot_every steps), halves the step sizes and goes on; more than max_rollbacks in a
+// row stop the search with an error.
+// Every step's randomness comes from (seed, step): a resumed search continues exactly.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Device.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "autoreg/registration/archive.h"
+#include "autoreg/registration/model_file.h"
+#include "autoreg/registration/objective.h"
+#include "autoreg/registration/train.h"
+#include "autoreg/registration/training_pairs.h"
+#include "autoreg/search/op_cost.h"
+#include "autoreg/search/supernet.h"
+
+namespace torch::optim {
+class Adam;
+}
+
+namespace autoreg::search {
+
+struct SearchOptions {
+  int64_t steps = 1000;             // search steps, warm-up included
+  double warmup_fraction = 0.2;     // first steps in which only ω moves
+  std::string mode = "joint";       // joint | sequential
+  std::string order = "first";      // first | second (α's gradient)
+  std::string path = "sampled";     // ω's path: sampled (GDAS) | mixed (DARTS)
+  // α's gradient: "mixed" (DARTS: every allowed candidate runs, so each gets its own
+  // ∂L/∂w_k and the softmax compares them) or "sampled" (GDAS: the step's path, straight
+  // through; one candidate per edge, far less signal per update).
+  std::string architecture_path = "mixed";
+  std::string edges = "all";        // all | deformation
+  // α's and λ's updates see a random box of the pairs, this share of each axis (rounded
+  // down to a multiple of 4; 1: whole volumes): the losses are means over voxels, so a
+  // box estimates them, at a fraction of the cost of the mixed network.
+  double update_crop = 0.6;
+  int64_t architecture_every = 3;   // α updated every k-th step
+  int64_t objective_every = 6;      // λ updated every k-th step
+  double weight_lr = 1e-3;          // Adam on ω (train's recipe)
+  double architecture_lr = 2e-2;    // Adam on α
+  double objective_lr = 3e-2;       // Adam on ρ = log λ
+  double tau_max = 10, tau_min = 0.1;  // GDAS temperature, linear over the search steps
+  double dice_weight = 1.0;         // soft Dice of training pairs in L_train (not searched)
+  registration::ObjectiveWeights initial_objective{{1.0, 0.5, 0.25, 0.0, 1.0}};
+  // The terms whose λ is searched; the others keep their initial weight (0: not computed).
+  // MIND-SSC is for multimodal pairs and costs as much as the network's pass: off unless asked.
+  std::array<bool, registration::kObjectiveTerms> searched_terms{true, true, true, false, true};
+  // On E[forward ms] / the base genotype's predicted ms, always on. 0 by default: Adam
+  // normalises each α entry's gradient, so even a small term that always points the
+  // same way outweighs the noisier registration loss and drives every edge to its
+  // cheapest candidate. The budget below is the cost-awareness that is on by default.
+  double latency_weight = 0;
+  double budget_ms = 0;             // > 0: a forward-time budget (hard for the derived genotype)
+  bool augment = true;
+  double deformation_voxels = 2.0;
+  uint64_t seed = 0;
+  std::string device = "cpu";
+  int64_t max_rollbacks = 5;        // non-finite steps in a row before giving up
+  int64_t snapshot_every = 10;      // steps between in-memory good states
+  // The virtual step ω' follows Adam's preconditioner (false: a plain gradient step, as
+  // DARTS with SGD).
+  bool precondition = true;
+  int64_t inject_nan_at = -1;       // tests: the training loss of this step (1-based) is NaN, once
+  bool float64 = false;             // tests: weights, α and pairs in float64 (finite-difference checks)
+};
+
+// What one step did: a line of the search log.
+struct SearchStep {
+  int64_t step = 0;                 // steps done, this one included
+  std::string phase;                // warmup | search | architecture | objective
+  double loss = 0;                  // the training loss
+  std::array<double, registration::kObjectiveTerms> terms{};   // on the training pair
+  std::array<double, registration::kObjectiveTerms> lambda{};  // after the step
+  bool architecture_updated = false, objective_updated = false;
+  double validation_loss = 0;       // α's objective without latency (when updated)
+  double hyper_dice = 0;            // the validation pair's soft Dice loss at ω' (when λ updated)
+  int64_t rollbacks = 0;            // so far
+  // Seconds spent on ω's gradient and update, λ's update and α's update in this step.
+  double seconds_weights = 0, seconds_objective = 0, seconds_architecture = 0;
+};
+
+class Searcher {
+ public:
+  // `info`: the grid, spacing and network options (its genotype: the operations of edges
+  // that are not searched). `costs`: measured at info.grid.
+  Searcher(registration::TrainingSet data, const registration::ModelInfo& info, SearchOptions options, OpCosts costs);
+  ~Searcher();
+
+  SearchStep step();
+  int64_t steps_done() const { return step_; }
+  bool finished() const { return step_ >= options_.steps; }
+  std::string phase() const;  // of the next step
+  // The share of the search done, in [0, 1], for a search run by time rather than steps:
+  // the warm-up, the sequential phases and the temperature then follow it instead of
+  // step/steps. (Such a run does not repeat exactly when resumed: its times differ.)
+  void set_progress(double fraction) { progress_ = fraction; }
+
+  // softmax(α), 12×8 (CPU, double), and each edge's entropy (nats).
+  at::Tensor probabilities() const;
+  std::array<double, kEdges> entropy() const;
+  // The genotype the search would return now (within the budget).
+  registration::Genotype derived() const;
+  // E[forward ms] of the current distribution, and the derived genotype's prediction.
+  double expected_forward_ms() const;
+  registration::ObjectiveWeights objective() const;
+  // Mean Dice of the derived genotype (its path in the supernet) on the validation pairs.
+  double validate();
+  int64_t validation_pair_count() const;
+
+  const Supernet& supernet() const { return *supernet_; }
+  const OpCosts& costs() const { return costs_; }
+  const CandidateMask& allowed() const { return allowed_; }
+  double reference_ms() const { return reference_ms_; }
+
+  // The gradients one step would use, at the current state, for the given pairs (ω's
+  // gradient is computed on `train` first; nothing is updated): dDice(ω')/dλ (5, double),
+  // and α's gradient (12×8; first or second order as the options say, latency included).
+  at::Tensor objective_hypergradient(const registration::TrainingPair& train, const registration::TrainingPair& val);
+  at::Tensor architecture_gradient(const registration::TrainingPair& train, const registration::TrainingPair& val);
+  // Mutable access, for tests that set α or compare weights.
+  Supernet& supernet() { return *supernet_; }
+  // λ now (5, CPU double).
+  at::Tensor lambda() const;
+
+  // Fields the caller keeps in checkpoints (e.g. the time spent), restored by resume().
+  std::map<std::string, std::string> notes;
+
+  // The whole state (ω, α, λ, the three optimisers, step, step-size scale, rollbacks),
+  // written atomically; resume() refuses a checkpoint of other options, data or grid,
+  // naming what differs.
+  void save_checkpoint(const std::string& path) const;
+  void resume(const std::string& path);
+
+ private:
+  struct Pass;
+  SearchStep try_step();
+  registration::Archive state() const;
+  void load_state(const registration::Archive& a, const std::string& path);
+  std::vector<std::pair<std::string, std::string>> fingerprint() const;
+  void prepare_path(bool alpha_grad);
+  Pass run(const registration::TrainingPair& pair, const at::Tensor& lambda, bool with_dice);
+  std::vector<at::Tensor> precondition(const std::vector<at::Tensor>& direction) const;
+  std::vector<at::Tensor> step_direction() const;
+  at::Tensor central(const std::vector<at::Tensor>& direction, const std::function<at::Tensor()>& f);
+  double train_gradient(const registration::TrainingPair& train, const at::Tensor& lambda, SearchStep& r);
+  at::Tensor objective_gradient(const registration::TrainingPair& train, const registration::TrainingPair& val,
+                                const at::Tensor& lambda, double eta, SearchStep& r);
+  at::Tensor architecture_gradient(const registration::TrainingPair& train, const registration::TrainingPair& val,
+                                   const at::Tensor& lambda, double eta, SearchStep& r);
+  std::vector<at::Tensor> move_weights(const std::vector<at::Tensor>& direction, double scale);
+  void restore(const std::vector<at::Tensor>& saved);
+  at::Tensor latency_loss(const at::Tensor& probabilities) const;
+  void set_learning_rates();
+
+  registration::TrainingSet data_;
+  registration::ModelInfo info_;
+  SearchOptions options_;
+  OpCosts costs_;
+  at::Device device_;
+  at::ScalarType dtype_;
+  std::vector<registration::Subject> labelled_validation_;
+  std::unique_ptr<Supernet> supernet_;
+  CandidateMask allowed_{};
+  double reference_ms_ = 1;
+  at::Tensor rho_;  // log λ, 5, CPU float64
+  std::unique_ptr<torch::optim::Adam> weights_adam_, architecture_adam_, objective_adam_;
+  std::optional<registration::Genotype> fixed_genotype_;  // sequential mode, objective phase
+  int64_t step_ = 0;
+  double lr_scale_ = 1;
+  int64_t rollbacks_ = 0, rollbacks_in_a_row_ = 0, last_fault_step_ = -1;
+  bool injected_ = false;
+  std::optional<double> progress_;
+  double progress() const;
+  registration::Archive snapshot_;
+};
+
+}  // namespace autoreg::search

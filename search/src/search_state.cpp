@@ -1,0 +1,160 @@
+// The search's state in archives: in-memory snapshots (the last good state a fault rolls
+// back to) and checkpoints on disk, one format.
+#include <ATen/ATen.h>
+#include <c10/core/GradMode.h>
+#include <torch/optim/adam.h>
+
+#include <sstream>
+
+#include "autoreg/registration/optimizer_state.h"
+#include "autoreg/search/searcher.h"
+
+namespace autoreg::search {
+namespace {
+
+using registration::ModelFileError;
+
+std::string text(double v) {  // the shortest text that reads back as v
+  std::string t;
+  for (int digits = 15; digits <= 17; ++digits) {
+    std::ostringstream s;
+    s.precision(digits);
+    s << v;
+    t = s.str();
+    if (std::stod(t) == v) break;
+  }
+  return t;
+}
+
+int64_t integer(const registration::Archive& a, const std::string& key, const std::string& path) {
+  try {
+    return std::stoll(a.field(key, path));
+  } catch (const std::logic_error&) {
+    throw ModelFileError(path + ": malformed field " + key);
+  }
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, std::string>> Searcher::fingerprint() const {
+  const auto& o = options_;
+  std::string terms;
+  for (int i = 0; i < registration::kObjectiveTerms; ++i) {
+    if (o.searched_terms[i]) terms += std::string(terms.empty() ? "" : ",") + registration::kObjectiveTermNames[i];
+  }
+  std::string grid;
+  for (int d = 0; d < 3; ++d) grid += (d ? "x" : "") + std::to_string(info_.grid[d]);
+  // Named as the command's options are, so that a refused resume says which one changed.
+  return {{"mode", o.mode},
+          {"order", o.order},
+          {"path", o.path},
+          {"arch-path", o.architecture_path},
+          {"update-crop", text(o.update_crop)},
+          {"edges", o.edges},
+          {"arch-every", std::to_string(o.architecture_every)},
+          {"objective-every", std::to_string(o.objective_every)},
+          {"lr", text(o.weight_lr)},
+          {"arch-lr", text(o.architecture_lr)},
+          {"objective-lr", text(o.objective_lr)},
+          {"warmup", text(o.warmup_fraction)},
+          {"dice-weight", text(o.dice_weight)},
+          {"initial-objective", o.initial_objective.to_string()},
+          {"terms", terms},
+          {"latency-weight", text(o.latency_weight)},
+          {"max-forward-ms", text(o.budget_ms)},
+          {"augment", o.augment ? "1" : "0"},
+          {"seed", std::to_string(o.seed)},
+          {"grid", grid},
+          {"base-genotype", info_.network.genotype.to_string()},
+          {"training-subjects", std::to_string(data_.train.size())},
+          {"validation-subjects", std::to_string(data_.validation.size())},
+          {"atlas-mode", data_.atlas ? "1" : "0"}};
+}
+
+registration::Archive Searcher::state() const {
+  registration::Archive a;
+  for (const auto& [key, value] : fingerprint()) a.fields.emplace_back("run." + key, value);
+  a.fields.emplace_back("search.step", std::to_string(step_));
+  a.fields.emplace_back("search.steps", std::to_string(options_.steps));
+  a.fields.emplace_back("search.lr_scale", text(lr_scale_));
+  a.fields.emplace_back("search.rollbacks", std::to_string(rollbacks_));
+  a.fields.emplace_back("search.rollbacks_in_a_row", std::to_string(rollbacks_in_a_row_));
+  a.fields.emplace_back("search.last_fault_step", std::to_string(last_fault_step_));
+  a.fields.emplace_back("search.fixed_genotype", fixed_genotype_ ? fixed_genotype_->to_string() : "-");
+  for (const auto& [key, value] : notes) a.fields.emplace_back("note." + key, value);
+  for (const auto& p : supernet_->network_ptr()->named_parameters()) {
+    a.tensors.emplace_back("param/" + p.key(), p.value().detach().cpu().clone());
+  }
+  a.tensors.emplace_back("alpha", supernet_->alpha().detach().clone());
+  a.tensors.emplace_back("rho", rho_.detach().clone());
+  registration::save_adam_state(*weights_adam_, supernet_->weights(), "adam_weights/", a);
+  registration::save_adam_state(*architecture_adam_, {supernet_->alpha()}, "adam_alpha/", a);
+  registration::save_adam_state(*objective_adam_, {rho_}, "adam_lambda/", a);
+  for (auto& [name, t] : a.tensors) {
+    if (name.rfind("adam_", 0) == 0) t = t.cpu().clone();
+  }
+  return a;
+}
+
+void Searcher::load_state(const registration::Archive& a, const std::string& path) {
+  const auto stored = registration::tensors_by_name(a);
+  c10::AutoGradMode no_grad(false);
+  for (const auto& p : supernet_->network_ptr()->named_parameters()) {
+    auto it = stored.find("param/" + p.key());
+    if (it == stored.end() || it->second.sizes() != p.value().sizes()) {
+      throw ModelFileError(path + ": weight '" + p.key() + "' is missing or has another shape");
+    }
+    p.value().copy_(it->second);
+  }
+  for (const auto& [name, target] : {std::pair<const char*, at::Tensor>{"alpha", supernet_->alpha()}, {"rho", rho_}}) {
+    auto it = stored.find(name);
+    if (it == stored.end() || it->second.sizes() != target.sizes()) {
+      throw ModelFileError(path + ": '" + name + "' is missing or has another shape");
+    }
+    at::Tensor(target).copy_(it->second);
+  }
+  registration::load_adam_state(*weights_adam_, supernet_->weights(), "adam_weights/", stored, device_, path);
+  registration::load_adam_state(*architecture_adam_, {supernet_->alpha()}, "adam_alpha/", stored, at::kCPU, path);
+  registration::load_adam_state(*objective_adam_, {rho_}, "adam_lambda/", stored, at::kCPU, path);
+  step_ = integer(a, "search.step", path);
+  options_.steps = integer(a, "search.steps", path);
+  rollbacks_ = integer(a, "search.rollbacks", path);
+  rollbacks_in_a_row_ = integer(a, "search.rollbacks_in_a_row", path);
+  last_fault_step_ = integer(a, "search.last_fault_step", path);
+  try {
+    lr_scale_ = std::stod(a.field("search.lr_scale", path));
+  } catch (const std::logic_error&) {
+    throw ModelFileError(path + ": malformed field search.lr_scale");
+  }
+  const std::string fixed = a.field("search.fixed_genotype", path);
+  try {
+    fixed_genotype_ = fixed == "-" ? std::nullopt : std::optional(registration::Genotype::parse(fixed));
+  } catch (const std::invalid_argument& e) {
+    throw ModelFileError(path + ": search.fixed_genotype: " + e.what());
+  }
+  notes.clear();
+  for (const auto& [key, value] : a.fields) {
+    if (key.rfind("note.", 0) == 0) notes[key.substr(5)] = value;
+  }
+  set_learning_rates();
+}
+
+void Searcher::save_checkpoint(const std::string& path) const {
+  registration::write_archive(path, "SEARCH", state());
+}
+
+void Searcher::resume(const std::string& path) {
+  const registration::Archive a = registration::read_archive(path, "SEARCH");
+  for (const auto& [key, now] : fingerprint()) {
+    const std::string stored = "run." + key;
+    const std::string then = a.has_field(stored) ? a.field(stored, path) : "(not recorded)";
+    if (then != now) {
+      throw ModelFileError(path + ": a checkpoint of a search with other options, data or grid: " + key + " was " +
+                           then + ", is " + now + " now");
+    }
+  }
+  load_state(a, path);
+  snapshot_ = a;
+}
+
+}  // namespace autoreg::search
