@@ -18,4 +18,10 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A long run stopped by SIGINT/SIGTERM after writing a checkpoint (exit 4).
+class Interrupted : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 }  // namespace autoreg::apps

@@ -70,6 +70,9 @@ int main(int argc, char** argv) {
     } catch (const TCLAP::ArgException& e) {
       std::fprintf(stderr, "autoreg %s: %s (%s)\n", s.name, e.error().c_str(), e.argId().c_str());
       return kUsage;
+    } catch (const Interrupted& e) {
+      std::fprintf(stderr, "autoreg %s: %s\n", s.name, e.what());
+      return kInterrupted;
     } catch (const UsageError& e) {
       std::fprintf(stderr, "autoreg %s: %s\n", s.name, e.what());
       return kUsage;

@@ -16,7 +16,6 @@
 
 #include <chrono>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -38,15 +37,13 @@
 #include "options.h"
 #include "run_log.h"
 #include "search_outputs.h"
+#include "training_loop.h"
 
 namespace autoreg::apps {
 namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-volatile std::sig_atomic_t g_stop = 0;
-extern "C" void on_signal(int signal) { g_stop = signal; }
 
 struct SearchParams {
   std::string manifest, out, cache, op_cost;
@@ -55,35 +52,24 @@ struct SearchParams {
   double budget_minutes = 0;     // > 0: search and retraining share this time
   double search_share = 0.5;     // of the budget, for the search
   int64_t retrain_steps = 1000;  // with a budget and not given: the rest of the budget
-  bool retrain_steps_given = false, budget_given = false;
+  bool retrain_steps_given = false, budget_given = false, steps_given = false;
   bool default_budget = true;    // --max-forward-ms not given: the default genotype's time
   int64_t checkpoint_every = 25, validate_every = 50;
   double max_unreadable = 0.2;
   bool resume = false;
 };
 
+// The files of DIR.
+struct Paths {
+  fs::path dir;
+  std::string file(const char* name) const { return (dir / name).string(); }
+};
+
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-std::string percent(double v) { return std::isfinite(v) ? std::to_string(v).substr(0, 5) : "-"; }
+std::string dice_text(double v) { return std::isfinite(v) ? std::to_string(v).substr(0, 5) : "-"; }
 
-// Stops at a signal: a checkpoint is written by `save` first.
-void stop_if_signalled(const std::function<void()>& save, const std::string& what) {
-  if (!g_stop) return;
-  save();
-  std::fprintf(stderr, "interrupted (%s): checkpoint written; continue with --resume\n", what.c_str());
-  std::fflush(stderr);
-  std::exit(kInterrupted);
-}
-
-int search_main(SearchParams p) {
-  fs::create_directories(p.out);
-  const fs::path dir(p.out);
-  const std::string checkpoint = (dir / "search.ckpt").string(), retrain_checkpoint = (dir / "retrain.ckpt").string();
-  const std::string log_path = (dir / "search.log.jsonl").string(), retrain_log = (dir / "retrain.log.jsonl").string();
-  if (p.resume && !fs::exists(checkpoint)) throw UsageError("--resume: no checkpoint " + checkpoint + " to resume from");
-  if (!p.resume && fs::exists(checkpoint)) {
-    throw UsageError(p.out + " holds a search already (search.ckpt): --resume continues it, or choose another --out");
-  }
+registration::TrainingSet load_data(SearchParams& p) {
   const io::Manifest manifest = io::read_manifest(p.manifest);
   if (manifest.split("val").empty()) {
     throw io::IoError(p.manifest + ": no 'val' rows: the search chooses the architecture and the objective on "
@@ -102,169 +88,161 @@ int search_main(SearchParams p) {
   std::fprintf(stderr, "search set: %zu training, %zu validation subjects%s; model grid %ldx%ldx%ld at %g mm\n",
                data.train.size(), data.validation.size(), data.atlas ? ", atlas mode" : ", pairwise mode",
                long(p.info.grid[0]), long(p.info.grid[1]), long(p.info.grid[2]), p.info.spacing[0]);
+  return data;
+}
 
-  // What each candidate costs here, at this grid: measured once per DIR (or given).
-  const std::string costs_path = p.op_cost.empty() ? (dir / "op_cost.json").string() : p.op_cost;
+// What each candidate costs here at the model grid: given (--op-cost), measured before
+// in DIR, or measured now; kept in DIR/op_cost.json.
+search::OpCosts operation_costs(const SearchParams& p, const Paths& out) {
+  const std::string own = out.file("op_cost.json");
+  const std::string from = p.op_cost.empty() ? own : p.op_cost;
   search::OpCosts costs;
-  if (fs::exists(costs_path)) {
-    costs = search::load_op_costs(costs_path);
-    if (costs.grid != p.info.grid) throw io::IoError(costs_path + ": measured at another grid than this search's");
+  if (fs::exists(from)) {
+    try {
+      costs = search::load_op_costs(from);
+    } catch (const std::runtime_error& e) {
+      throw io::IoError(e.what());
+    }
+    if (costs.grid != p.info.grid) throw io::IoError(from + ": measured at another grid than this search's");
+    if (from != own) search::save_op_costs(own, costs);
   } else {
     std::fprintf(stderr, "measuring the operations' forward times at %ldx%ldx%ld (%d threads)...\n",
                  long(p.info.grid[0]), long(p.info.grid[1]), long(p.info.grid[2]), at::get_num_threads());
     costs = search::measure_op_costs(p.info.grid, p.info.network, p.options.device, 3,
                                      [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); });
-    search::save_op_costs(costs_path, costs);
+    search::save_op_costs(own, costs);
   }
-  const double default_ms = search::predicted_ms(costs, registration::Genotype::standard());
-  if (p.default_budget) p.options.budget_ms = default_ms;
-  std::fprintf(stderr, "forward-time budget: %s (the default network: %.0f ms at this grid)\n",
-               p.options.budget_ms > 0 ? (std::to_string(long(p.options.budget_ms + 0.5)) + " ms").c_str() : "none",
-               default_ms);
+  return costs;
+}
 
-  std::unique_ptr<search::Searcher> made;
-  try {
-    made = std::make_unique<search::Searcher>(data, p.info, p.options, costs);
-  } catch (const std::invalid_argument& e) {
-    throw io::IoError(p.manifest + ": " + e.what());
-  }
-  search::Searcher& searcher = *made;
-  double earlier = 0;  // search seconds before this run
-  if (p.resume) {
-    searcher.resume(checkpoint);
-    earlier = searcher.notes.count("seconds") ? std::stod(searcher.notes["seconds"]) : cut_log_to(log_path, 0);
-    cut_log_to(log_path, searcher.steps_done());
-    std::fprintf(stderr, "resumed the search from %s at step %ld\n", checkpoint.c_str(), long(searcher.steps_done()));
-  }
-  const double search_budget = p.budget_minutes * 60 * p.search_share;  // seconds; 0: by steps
+// Steps the search until its steps or its share of the budget are done, logging each
+// step, validating, checkpointing; a stop request writes a checkpoint and throws.
+void search_loop(search::Searcher& searcher, const SearchParams& p, const Paths& out, double earlier) {
+  const std::string log_path = out.file("search.log.jsonl"), checkpoint = out.file("search.ckpt");
+  std::ofstream log(log_path, p.resume ? std::ios::app : std::ios::trunc);
+  if (!log) throw io::IoError(log_path + ": cannot write the search log");
+  const double budget = p.budget_minutes * 60 * p.search_share;  // seconds; 0: by steps
   const auto started = Clock::now();
   const auto seconds = [&] { return earlier + since(started); };
   const auto save = [&] {
     searcher.notes["seconds"] = std::to_string(seconds());
     searcher.save_checkpoint(checkpoint);
   };
-  const bool search_done = searcher.notes.count("finished") > 0;
-  std::array<double, search::kEdges> entropy_start{};
-  entropy_start.fill(std::log(double(search::kCandidates)));
-
-  if (!search_done) {
-    std::ofstream log(log_path, p.resume ? std::ios::app : std::ios::trunc);
-    if (!log) throw io::IoError(log_path + ": cannot write the search log");
-    const int64_t first = searcher.steps_done();
-    double validation = std::nan("");
-    auto last_line = Clock::now() - std::chrono::hours(1);
-    while (search_budget > 0 ? seconds() < search_budget : !searcher.finished()) {
-      if (search_budget > 0) searcher.set_progress(seconds() / search_budget);
-      const search::SearchStep r = searcher.step();
-      nlohmann::json line = search_log_line(searcher, r, seconds());
-      const bool last = search_budget > 0 ? seconds() >= search_budget : searcher.finished();
-      if (r.step % p.validate_every == 0 || last) {
-        validation = searcher.validate();
-        if (std::isfinite(validation)) line["validation_dice"] = validation;
-      }
-      log << line.dump() << "\n" << std::flush;
-      if (r.step % p.checkpoint_every == 0 || last) save();
-      if (since(last_line) > 20 || last || r.step == first + 1) {
-        last_line = Clock::now();
-        const double per_step = since(started) / double(r.step - first);
-        const double left = search_budget > 0 ? search_budget - seconds()
-                                              : per_step * double(p.options.steps - r.step);
-        const auto l = searcher.objective().lambda;
-        std::fprintf(stderr,
-                     "search step %ld%s [%s] loss %.4f  val Dice %s  λ %.2f/%.2f/%.2f/%.2f/%.2f  %s  %.0f ms%s  %.2f s/step  %s left\n",
-                     long(r.step), search_budget > 0 ? "" : ("/" + std::to_string(p.options.steps)).c_str(),
-                     r.phase.c_str(), r.loss, percent(validation).c_str(), l[0], l[1], l[2], l[3], l[4],
-                     searcher.derived().to_string().c_str(), search::predicted_ms(costs, searcher.derived()),
-                     r.rollbacks ? (" rollbacks " + std::to_string(r.rollbacks)).c_str() : "", per_step,
-                     duration(std::max(0.0, left)).c_str());
-      }
-      stop_if_signalled(save, "search");
+  const int64_t first = searcher.steps_done();
+  int64_t logged = first;
+  double validation = std::nan("");
+  auto last_line = Clock::now() - std::chrono::hours(1);
+  while (budget > 0 ? seconds() < budget : !searcher.finished()) {
+    if (budget > 0) searcher.set_progress(seconds() / budget);
+    const search::SearchStep r = searcher.step();
+    if (r.step <= logged) {
+      // A rollback (non-finite step) went back to an earlier state: the log forgets the
+      // abandoned steps, as a resume would.
+      log.close();
+      cut_log_to(log_path, r.step - 1);
+      log.open(log_path, std::ios::app);
     }
-    searcher.notes["finished"] = "1";
-    searcher.notes["validation_dice"] = std::to_string(validation);
-    save();
+    logged = r.step;
+    nlohmann::json line = search_log_line(searcher, r, seconds());
+    const bool last = budget > 0 ? seconds() >= budget : searcher.finished();
+    if (r.step % p.validate_every == 0 || last) {
+      validation = searcher.validate();
+      if (std::isfinite(validation)) line["validation_dice"] = validation;
+      searcher.notes["validation_dice"] = std::to_string(validation);
+    }
+    log << line.dump() << "\n" << std::flush;
+    if (r.step % p.checkpoint_every == 0 || last) save();
+    if (since(last_line) > 20 || last || r.step == first + 1) {
+      last_line = Clock::now();
+      const double per_step = since(started) / double(std::max<int64_t>(1, r.step - first));
+      const double left = budget > 0 ? budget - seconds() : per_step * double(searcher.total_steps() - r.step);
+      const auto l = searcher.objective().lambda;
+      const registration::Genotype g = searcher.derived();
+      std::fprintf(stderr,
+                   "search step %ld%s [%s] loss %.4f  val Dice %s  λ %.2f/%.2f/%.2f/%.2f/%.2f  %s  %.0f ms%s  %.2f s/step  %s left\n",
+                   long(r.step), budget > 0 ? "" : ("/" + std::to_string(searcher.total_steps())).c_str(), r.phase.c_str(),
+                   r.loss, dice_text(validation).c_str(), l[0], l[1], l[2], l[3], l[4], g.to_string().c_str(),
+                   search::predicted_ms(searcher.costs(), g),
+                   r.rollbacks ? (" rollbacks " + std::to_string(r.rollbacks)).c_str() : "", per_step,
+                   duration(std::max(0.0, left)).c_str());
+    }
+    if (last) break;
+    if (stop_requested()) {
+      save();
+      throw Interrupted("interrupted (search) at step " + std::to_string(r.step) + ": checkpoint written; continue with --resume");
+    }
   }
-  const auto lines = search::read_json_lines(log_path);
-  if (!lines.empty() && lines.front().contains("entropy")) entropy_start = lines.front()["entropy"].get<std::array<double, search::kEdges>>();
+  searcher.notes["finished"] = "1";
+  save();
+}
 
-  // The derived network, its predicted and measured forward time.
+// genotype.txt, genotype.json and report.html of a finished search; returns the summary.
+nlohmann::json export_search(search::Searcher& searcher, const SearchParams& p, const Paths& out, double default_ms) {
   const registration::Genotype genotype = searcher.derived();
-  registration::ModelInfo derived_info = p.info;
-  derived_info.network.genotype = genotype;
-  const double measured = measure_forward_ms(derived_info.network, p.info.grid, p.options.device, 3);
-  const double search_seconds = std::stod(searcher.notes["seconds"]);
-  nlohmann::json run = {{"seed", p.options.seed},       {"mode", p.options.mode},
-                        {"order", p.options.order},     {"path", p.options.path},
+  registration::NetworkSpec derived = p.info.network;
+  derived.genotype = genotype;
+  const double measured = measure_forward_ms(derived, p.info.grid, p.options.device, 3);
+  const double dice = std::stod(searcher.notes.count("validation_dice") ? searcher.notes["validation_dice"] : "nan");
+  nlohmann::json run = {{"seed", p.options.seed},
+                        {"mode", p.options.mode},
+                        {"order", p.options.order},
+                        {"path", p.options.path},
                         {"arch_path", p.options.architecture_path},
-                        {"edges_searched", p.options.edges}, {"budget_ms", p.options.budget_ms},
-                        {"default_forward_ms", default_ms}, {"measured_forward_ms", measured},
-                        {"search_seconds", search_seconds}};
-  const double search_dice = std::stod(searcher.notes.count("validation_dice") ? searcher.notes["validation_dice"] : "nan");
-  run["validation_dice"] = std::isfinite(search_dice) ? nlohmann::json(search_dice) : nlohmann::json();
-  nlohmann::json summary = search_summary(searcher, p.info, run, entropy_start);
-  write_text_atomically((dir / "genotype.txt").string(), genotype_file_text(genotype, summary));
-  write_text_atomically((dir / "genotype.json").string(), summary.dump(1) + "\n");
-  write_text_atomically((dir / "report.html").string(), search::render_report(lines, summary));
+                        {"edges_searched", p.options.edges},
+                        {"budget_ms", p.options.budget_ms},
+                        {"default_forward_ms", default_ms},
+                        {"measured_forward_ms", measured},
+                        {"threads", at::get_num_threads()},
+                        {"search_seconds", std::stod(searcher.notes["seconds"])},
+                        {"validation_dice", std::isfinite(dice) ? nlohmann::json(dice) : nlohmann::json()}};
+  std::array<double, search::kEdges> start{};
+  std::istringstream entropy(searcher.notes["entropy_start"]);
+  for (double& h : start) entropy >> h;
+  const nlohmann::json summary = search_summary(searcher, p.info, run, start);
+  write_text_atomically(out.file("genotype.txt"), genotype_file_text(genotype, summary));
+  write_text_atomically(out.file("genotype.json"), summary.dump(1) + "\n");
+  write_text_atomically(out.file("report.html"),
+                        search::render_report(search::read_json_lines(out.file("search.log.jsonl")), summary));
   std::fprintf(stderr, "derived genotype: %s\n  λ: %s\n  forward %.0f ms predicted, %.0f ms measured (budget %s)\n",
                genotype.to_string().c_str(), searcher.objective().to_string().c_str(),
-               search::predicted_ms(costs, genotype), measured,
+               search::predicted_ms(searcher.costs(), genotype), measured,
                p.options.budget_ms > 0 ? (std::to_string(long(p.options.budget_ms + 0.5)) + " ms").c_str() : "none");
+  return summary;
+}
 
-  // Retraining from scratch with the searched λ.
-  if (p.retrain_steps == 0 && !p.budget_given) {
-    std::fprintf(stderr, "--retrain-steps 0: no model written\n");
-    return kOk;
-  }
+// The derived network trained from scratch with the searched λ: DIR/model.autoreg.
+void retrain(const SearchParams& p, const Paths& out, const registration::TrainingSet& data, nlohmann::json summary) {
+  registration::ModelInfo info = p.info;
+  std::string names;
+  for (const auto& op : summary["genotype"]) names += op.get<std::string>() + " ";
+  info.network.genotype = registration::Genotype::parse(names);
   registration::TrainOptions train;
   train.learning_rate = p.options.weight_lr;
-  train.objective = searcher.objective();
+  train.objective = registration::ObjectiveWeights::parse(summary["objective"].get<std::string>());
   train.dice_weight = p.options.dice_weight;
   train.augment = p.options.augment;
   train.deformation_voxels = p.options.deformation_voxels;
   train.seed = p.options.seed;
   train.device = p.options.device;
-  const double retrain_budget = p.budget_minutes * 60 - search_seconds;  // seconds, with a budget
-  train.steps = p.retrain_steps_given || !p.budget_given ? p.retrain_steps : int64_t(1) << 40;
-  made.reset();  // the supernet's memory
+  const bool by_time = p.budget_given && !p.retrain_steps_given;
+  train.steps = by_time ? int64_t(1) << 50 : p.retrain_steps;
   at::manual_seed(p.options.seed);
-  registration::Model model = registration::make_model(derived_info);
+  registration::Model model = registration::make_model(info);
   registration::Trainer trainer(model, data, train);
-  double retrain_earlier = 0;
-  if (fs::exists(retrain_checkpoint)) {
-    trainer.resume(retrain_checkpoint);
-    retrain_earlier = cut_log_to(retrain_log, trainer.step());
-    std::fprintf(stderr, "resumed retraining from %s at step %ld\n", retrain_checkpoint.c_str(), long(trainer.step()));
+  TrainingLoop loop;
+  loop.log = out.file("retrain.log.jsonl");
+  loop.checkpoint = out.file("retrain.ckpt");
+  loop.steps = train.steps;
+  loop.budget_seconds = by_time ? p.budget_minutes * 60 - summary["search_seconds"].get<double>() : 0;
+  loop.checkpoint_every = 4 * p.checkpoint_every;
+  loop.validate_every = p.validate_every;
+  loop.label = "retrain step";
+  if (fs::exists(loop.checkpoint)) {
+    trainer.resume(loop.checkpoint);
+    loop.earlier_seconds = cut_log_to(loop.log, trainer.step());
+    std::fprintf(stderr, "resumed retraining from %s at step %ld\n", loop.checkpoint.c_str(), long(trainer.step()));
   }
-  std::ofstream log(retrain_log, trainer.step() > 0 ? std::ios::app : std::ios::trunc);
-  if (!log) throw io::IoError(retrain_log + ": cannot write the retraining log");
-  const auto retrain_started = Clock::now();
-  const auto retrain_seconds = [&] { return retrain_earlier + since(retrain_started); };
-  const auto save_retrain = [&] { trainer.save_checkpoint(retrain_checkpoint); };
-  const int64_t first = trainer.step();
-  double validation = std::nan("");
-  auto last_line = Clock::now() - std::chrono::hours(1);
-  const auto time_left = [&] { return retrain_budget - retrain_seconds(); };
-  while (trainer.step() < train.steps && (p.retrain_steps_given || !p.budget_given || time_left() > 0)) {
-    const registration::StepReport r = trainer.train_step();
-    const bool last = r.step == train.steps || (!p.retrain_steps_given && p.budget_given && time_left() <= 0);
-    nlohmann::json line = {{"step", r.step}, {"loss", r.loss}, {"similarity", r.similarity},
-                           {"smoothness", r.smoothness}, {"dice_loss", r.dice}};
-    if (r.step % p.validate_every == 0 || last) {
-      validation = trainer.validate();
-      if (std::isfinite(validation)) line["validation_dice"] = validation;
-    }
-    line["seconds"] = retrain_seconds();
-    log << line.dump() << "\n" << std::flush;
-    if (r.step % (4 * p.checkpoint_every) == 0 || last) save_retrain();
-    if (since(last_line) > 20 || last || r.step == first + 1) {
-      last_line = Clock::now();
-      const double per_step = since(retrain_started) / double(r.step - first);
-      const double left = p.retrain_steps_given || !p.budget_given ? per_step * double(train.steps - r.step) : time_left();
-      std::fprintf(stderr, "retrain step %ld  loss %.4f (dice %.4f)  validation Dice %s  %.2f s/step  %s left\n",
-                   long(r.step), r.loss, r.dice, percent(validation).c_str(), per_step, duration(std::max(0.0, left)).c_str());
-    }
-    stop_if_signalled(save_retrain, "retraining");
-  }
+  const TrainingOutcome outcome = run_training(trainer, loop);
   std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
@@ -274,24 +252,76 @@ int search_main(SearchParams p) {
   notes["found_by"] = "autoreg search (mode " + p.options.mode + ", order " + p.options.order + ", edges " +
                       p.options.edges + ", path " + p.options.path + ", seed " + std::to_string(p.options.seed) + ")";
   notes["objective"] = train.objective->to_string();
-  notes["search_seconds"] = std::to_string(search_seconds);
-  notes["search_validation_dice"] = std::to_string(search_dice);
-  notes["forward_ms_measured"] = std::to_string(measured);
+  notes["search_seconds"] = std::to_string(summary["search_seconds"].get<double>());
+  notes["search_validation_dice"] = summary["validation_dice"].dump();
+  notes["forward_ms_measured"] = std::to_string(summary["measured_forward_ms"].get<double>());
   notes["forward_budget_ms"] = std::to_string(p.options.budget_ms);
   notes["steps"] = std::to_string(trainer.step());
-  notes["training_seconds"] = std::to_string(retrain_seconds());
+  notes["training_seconds"] = std::to_string(outcome.seconds);
   notes["dice_weight"] = std::to_string(train.dice_weight);
   notes["learning_rate"] = std::to_string(train.learning_rate);
-  if (std::isfinite(validation)) notes["validation_dice"] = std::to_string(validation);
-  const std::string model_path = (dir / "model.autoreg").string();
-  registration::save_model(model_path, model);
+  if (std::isfinite(outcome.validation_dice)) notes["validation_dice"] = std::to_string(outcome.validation_dice);
+  registration::save_model(out.file("model.autoreg"), model);
   summary["retrain_steps"] = trainer.step();
-  summary["retrain_seconds"] = retrain_seconds();
-  summary["retrain_validation_dice"] = std::isfinite(validation) ? nlohmann::json(validation) : nlohmann::json();
-  write_text_atomically((dir / "genotype.json").string(), summary.dump(1) + "\n");
-  write_text_atomically((dir / "report.html").string(), search::render_report(lines, summary));
-  std::fprintf(stderr, "wrote %s (retrained %ld steps; validation Dice %s)\n", model_path.c_str(),
-               long(trainer.step()), percent(validation).c_str());
+  summary["retrain_seconds"] = outcome.seconds;
+  summary["retrain_validation_dice"] =
+      std::isfinite(outcome.validation_dice) ? nlohmann::json(outcome.validation_dice) : nlohmann::json();
+  write_text_atomically(out.file("genotype.json"), summary.dump(1) + "\n");
+  write_text_atomically(out.file("report.html"),
+                        search::render_report(search::read_json_lines(out.file("search.log.jsonl")), summary));
+  std::fprintf(stderr, "wrote %s (retrained %ld steps; validation Dice %s)\n", out.file("model.autoreg").c_str(),
+               long(trainer.step()), dice_text(outcome.validation_dice).c_str());
+}
+
+int search_main(SearchParams p) {
+  fs::create_directories(p.out);
+  const Paths out{fs::path(p.out)};
+  const std::string checkpoint = out.file("search.ckpt");
+  if (p.resume && !fs::exists(checkpoint)) throw UsageError("--resume: no checkpoint " + checkpoint + " to resume from");
+  if (!p.resume && (fs::exists(checkpoint) || fs::exists(out.file("retrain.ckpt")))) {
+    throw UsageError(p.out + " holds a search already: --resume continues it, or choose another --out");
+  }
+  if (!p.op_cost.empty() && !fs::exists(p.op_cost)) throw io::IoError(p.op_cost + ": no such operation-cost file");
+  const registration::TrainingSet data = load_data(p);
+  const search::OpCosts costs = operation_costs(p, out);
+  const double default_ms = search::predicted_ms(costs, registration::Genotype::standard());
+  if (p.default_budget) p.options.budget_ms = default_ms;
+  std::fprintf(stderr, "forward-time budget: %s (the default network: %.0f ms at this grid)\n",
+               p.options.budget_ms > 0 ? (std::to_string(long(p.options.budget_ms + 0.5)) + " ms").c_str() : "none",
+               default_ms);
+  try {
+    search::candidates_within(costs, p.options.budget_ms, search::searched_edges(p.options.edges),
+                              p.info.network.genotype);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--max-forward-ms: ") + e.what());
+  }
+
+  nlohmann::json summary;
+  {
+    std::unique_ptr<search::Searcher> made;
+    try {
+      made = std::make_unique<search::Searcher>(data, p.info, p.options, costs);
+    } catch (const std::invalid_argument& e) {
+      throw io::IoError(p.manifest + ": " + e.what());
+    }
+    search::Searcher& searcher = *made;
+    double earlier = 0;  // search seconds before this run
+    if (p.resume) {
+      searcher.resume(checkpoint);
+      if (p.steps_given) searcher.set_total_steps(p.options.steps);
+      earlier = searcher.notes.count("seconds") ? std::stod(searcher.notes["seconds"]) : 0;
+      cut_log_to(out.file("search.log.jsonl"), searcher.steps_done());
+      std::fprintf(stderr, "resumed the search from %s at step %ld of %ld\n", checkpoint.c_str(),
+                   long(searcher.steps_done()), long(searcher.total_steps()));
+    }
+    if (!searcher.notes.count("finished")) search_loop(searcher, p, out, earlier);
+    summary = export_search(searcher, p, out, default_ms);
+  }  // the supernet's memory goes before retraining
+  if (p.retrain_steps_given && p.retrain_steps == 0) {
+    std::fprintf(stderr, "--retrain-steps 0: no model written\n");
+    return kOk;
+  }
+  retrain(p, out, data, summary);
   return kOk;
 }
 
@@ -431,9 +461,9 @@ int run_search(int argc, char** argv) {
   p.validate_every = validate_every.getValue();
   p.max_unreadable = max_unreadable.getValue();
   p.resume = resume.getValue();
+  p.steps_given = steps.isSet();
   if (threads.getValue() > 0) at::set_num_threads(threads.getValue());
-  std::signal(SIGINT, on_signal);
-  std::signal(SIGTERM, on_signal);
+  install_stop_handlers();
   return search_main(p);
 }
 

@@ -7,7 +7,8 @@
 // Preprocesses the manifest's subjects onto the model grid (cached), trains the network,
 // writes a checkpoint (<out>.ckpt) every N steps and the model at the end. A progress
 // line goes to stderr, one JSON line per step to the log (<out>.log.jsonl). --resume
-// continues from the checkpoint and cuts the log back to it.
+// continues from the checkpoint and cuts the log back to it. SIGINT/SIGTERM write a
+// checkpoint and exit with 4.
 #include <tclap/CmdLine.h>
 
 #include <ATen/Parallel.h>
@@ -30,6 +31,7 @@
 #include "exit_codes.h"
 #include "options.h"
 #include "run_log.h"
+#include "training_loop.h"
 
 namespace autoreg::apps {
 namespace {
@@ -86,34 +88,15 @@ int train(TrainParams p) {
     earlier_seconds = cut_log_to(p.log, trainer.step());
     std::fprintf(stderr, "resumed from %s at step %ld\n", checkpoint.c_str(), long(trainer.step()));
   }
-  std::ofstream log(p.log, p.resume ? std::ios::app : std::ios::trunc);
-  if (!log) throw io::IoError(p.log + ": cannot write the training log");
-
-  const auto started = std::chrono::steady_clock::now();
-  const int64_t first = trainer.step();
-  double validation = std::nan("");
-  while (trainer.step() < p.options.steps) {
-    const registration::StepReport r = trainer.train_step();
-    const bool last = r.step == p.options.steps;
-    nlohmann::json line = {{"step", r.step}, {"loss", r.loss}, {"similarity", r.similarity},
-                           {"smoothness", r.smoothness}, {"dice_loss", r.dice}};
-    if (r.step % p.validate_every == 0 || last) {
-      validation = trainer.validate();
-      if (std::isfinite(validation)) line["validation_dice"] = validation;
-    }
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    const double per_step = elapsed / double(r.step - first);
-    line["seconds"] = earlier_seconds + elapsed;
-    log << line.dump() << "\n" << std::flush;
-    if (r.step % p.checkpoint_every == 0 || last) trainer.save_checkpoint(checkpoint);
-    if (r.step % 10 == 0 || last || r.step == first + 1) {
-      std::fprintf(stderr, "step %ld/%ld  loss %.4f (similarity %.4f, smoothness %.4f, dice %.4f)  validation Dice %s  %.2f s/step  %s left\n",
-                   long(r.step), long(p.options.steps), r.loss, r.similarity, r.smoothness, r.dice,
-                   std::isfinite(validation) ? std::to_string(validation).substr(0, 5).c_str() : "-",
-                   per_step, duration(per_step * double(p.options.steps - r.step)).c_str());
-    }
-  }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  TrainingLoop loop;
+  loop.log = p.log;
+  loop.checkpoint = checkpoint;
+  loop.steps = p.options.steps;
+  loop.earlier_seconds = earlier_seconds;
+  loop.checkpoint_every = p.checkpoint_every;
+  loop.validate_every = p.validate_every;
+  const TrainingOutcome outcome = run_training(trainer, loop);
+  const double validation = outcome.validation_dice;
   std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
@@ -130,9 +113,10 @@ int train(TrainParams p) {
   notes["synthetic_fraction"] = std::to_string(p.options.synthetic_fraction);
   notes["learning_rate"] = std::to_string(p.options.learning_rate);
   if (std::isfinite(validation)) notes["validation_dice"] = std::to_string(validation);
-  notes["training_seconds"] = std::to_string(earlier_seconds + seconds);
+  notes["training_seconds"] = std::to_string(outcome.seconds);
   registration::save_model(p.out, model);
-  std::fprintf(stderr, "wrote %s (%ld steps, %s this run)\n", p.out.c_str(), long(trainer.step()), duration(seconds).c_str());
+  std::fprintf(stderr, "wrote %s (%ld steps, %s this run)\n", p.out.c_str(), long(trainer.step()),
+               duration(outcome.seconds_this_run).c_str());
   return kOk;
 }
 
@@ -234,6 +218,7 @@ int run_train(int argc, char** argv) {
   p.validate_every = validate_every.getValue();
   p.resume = resume.getValue();
   if (threads.getValue() > 0) at::set_num_threads(threads.getValue());
+  install_stop_handlers();
   return train(p);
 }
 

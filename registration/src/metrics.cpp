@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "autoreg/ops.h"
+#include "autoreg/registration/augment.h"
 
 namespace autoreg::registration {
 namespace {
@@ -156,6 +157,14 @@ std::vector<int64_t> labels_present(const at::Tensor& a, const at::Tensor& b) {
     if (v != 0) out.push_back(v);
   }
   return out;
+}
+
+double mean_dice(const at::Tensor& a, const at::Tensor& b) {
+  const std::vector<int64_t> labels = shared_labels(a, b);
+  if (labels.empty()) return std::numeric_limits<double>::quiet_NaN();
+  double sum = 0;
+  for (int64_t l : labels) sum += dice(a, b, l);
+  return sum / double(labels.size());
 }
 
 }  // namespace autoreg::registration

@@ -4,13 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <sstream>
 #include <stdexcept>
 
 #include "autoreg/ops.h"
 #include "autoreg/registration/augment.h"
-#include "autoreg/registration/metrics.h"
 #include "autoreg/registration/regularization.h"
 #include "autoreg/registration/similarity.h"
 
@@ -150,14 +148,6 @@ at::Tensor label_dice_loss(const at::Tensor& moving_labels, const at::Tensor& fi
   const at::Tensor moving = pooled_one_hot(moving_labels, labels).to(device, dtype);
   const at::Tensor fixed = pooled_one_hot(fixed_labels, labels).to(device, dtype);
   return soft_dice_loss(fixed, ops::warp(moving, half(u) * 0.5));
-}
-
-double mean_dice(const at::Tensor& a, const at::Tensor& b) {
-  const std::vector<int64_t> labels = shared_labels(a, b);
-  if (labels.empty()) return std::numeric_limits<double>::quiet_NaN();
-  double sum = 0;
-  for (int64_t l : labels) sum += dice(a, b, l);
-  return sum / double(labels.size());
 }
 
 }  // namespace autoreg::registration

@@ -14,7 +14,7 @@
 #include "autoreg/ops.h"
 #include "autoreg/registration/augment.h"
 #include "autoreg/registration/metrics.h"
-#include "autoreg/registration/optimizer_state.h"
+#include "autoreg/registration/run_state.h"
 #include "autoreg/registration/regularization.h"
 #include "autoreg/registration/similarity.h"
 #include "autoreg/registration/training_pairs.h"
@@ -128,19 +128,7 @@ int64_t Trainer::validation_pair_count() const { return int64_t(validation_pairs
 double Trainer::validate() { return validation_dice(*model_.network, data_, options_.seed, device_); }
 
 std::vector<std::pair<std::string, std::string>> Trainer::fingerprint() const {
-  const auto text = [](auto v) {  // the shortest text that reads back as v
-    std::string t;
-    for (int digits = 15; digits <= 17; ++digits) {
-      std::ostringstream s;
-      s.precision(digits);
-      s << v;
-      t = s.str();
-      std::istringstream back(t);
-      decltype(v) w{};
-      if (back >> w && w == v) break;
-    }
-    return t;
-  };
+  const auto text = [](auto v) { return exact_text(double(v)); };
   // Named as the command's options are, so that a refused resume says which one changed.
   std::vector<std::pair<std::string, std::string>> f = {
       {"lr", text(options_.learning_rate)},
@@ -161,25 +149,20 @@ std::vector<std::pair<std::string, std::string>> Trainer::fingerprint() const {
 void Trainer::save_checkpoint(const std::string& path) const {
   Archive a = model_archive(model_);
   a.fields.emplace_back("step", std::to_string(step_));
-  for (const auto& [key, value] : fingerprint()) a.fields.emplace_back("run." + key, value);
+  save_run_fields(fingerprint(), a);
   save_adam_state(*adam_, model_.network->parameters(), "adam/", a);
   write_archive(path, "CHECKPOINT", a);
 }
 
 void Trainer::resume(const std::string& path) {
   const Archive a = read_archive(path, "CHECKPOINT");
-  const auto same = [&](const std::string& stored, const std::string& name, const std::string& now) {
-    const std::string then = a.has_field(stored) ? a.field(stored, path) : "(not recorded)";
-    if (then != now) {
-      throw ModelFileError(path + ": a checkpoint of a run with other options, data or network: " + name +
-                           " was " + then + ", is " + now + " now");
-    }
-  };
-  for (const auto& [key, now] : fingerprint()) same("run." + key, key, now);
+  check_run_fields(a, path, fingerprint(), "a run", {{"objective", "-"}});
   // The network and its grid: the model fields the checkpoint carries.
+  std::vector<std::pair<std::string, std::string>> model_fields;
   for (const auto& [key, now] : model_archive(model_).fields) {
-    if (key.rfind("note.", 0) != 0) same(key, key, now);
+    if (key.rfind("note.", 0) != 0) model_fields.emplace_back(key, now);
   }
+  check_run_fields(a, path, model_fields, "a run", {}, "");
   Model loaded = model_from_archive(a, path);
   const at::Device& device = device_;
   c10::AutoGradMode no_grad(false);

@@ -4,13 +4,14 @@
 
 #include <c10/core/GradMode.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <stdexcept>
 
 #include "autoreg/ops.h"
 #include "autoreg/registration/augment.h"
-#include "autoreg/registration/objective.h"
+#include "autoreg/registration/metrics.h"
 
 namespace autoreg::registration {
 namespace {
@@ -55,6 +56,21 @@ TrainingPair draw_pair(const TrainingSet& set, const std::vector<Subject>& pool,
     if (!atlas) p.fixed = augment_intensity(p.fixed);
   }
   return p;
+}
+
+TrainingPair crop_pair(const TrainingPair& p, double share, std::mt19937_64& rng) {
+  if (share >= 1) return p;
+  TrainingPair c = p;
+  for (int d = 0; d < 3; ++d) {
+    const int64_t size = p.moving.size(2 + d);
+    const int64_t keep = std::max<int64_t>(4, int64_t(share * double(size)) / 4 * 4);
+    if (keep >= size) continue;
+    const int64_t start = int64_t(rng() % uint64_t(size - keep + 1));
+    for (at::Tensor* t : {&c.moving, &c.fixed, &c.moving_labels, &c.fixed_labels}) {
+      if (t->defined()) *t = t->narrow(2 + d, start, keep);
+    }
+  }
+  return c;
 }
 
 std::vector<std::pair<const Subject*, const Subject*>> validation_pairs(const TrainingSet& set) {

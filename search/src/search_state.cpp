@@ -4,9 +4,8 @@
 #include <c10/core/GradMode.h>
 #include <torch/optim/adam.h>
 
-#include <sstream>
 
-#include "autoreg/registration/optimizer_state.h"
+#include "autoreg/registration/run_state.h"
 #include "autoreg/search/searcher.h"
 
 namespace autoreg::search {
@@ -14,17 +13,7 @@ namespace {
 
 using registration::ModelFileError;
 
-std::string text(double v) {  // the shortest text that reads back as v
-  std::string t;
-  for (int digits = 15; digits <= 17; ++digits) {
-    std::ostringstream s;
-    s.precision(digits);
-    s << v;
-    t = s.str();
-    if (std::stod(t) == v) break;
-  }
-  return t;
-}
+std::string text(double v) { return registration::exact_text(v); }
 
 int64_t integer(const registration::Archive& a, const std::string& key, const std::string& path) {
   try {
@@ -73,7 +62,7 @@ std::vector<std::pair<std::string, std::string>> Searcher::fingerprint() const {
 
 registration::Archive Searcher::state() const {
   registration::Archive a;
-  for (const auto& [key, value] : fingerprint()) a.fields.emplace_back("run." + key, value);
+  registration::save_run_fields(fingerprint(), a);
   a.fields.emplace_back("search.step", std::to_string(step_));
   a.fields.emplace_back("search.steps", std::to_string(options_.steps));
   a.fields.emplace_back("search.lr_scale", text(lr_scale_));
@@ -139,20 +128,16 @@ void Searcher::load_state(const registration::Archive& a, const std::string& pat
   set_learning_rates();
 }
 
-void Searcher::save_checkpoint(const std::string& path) const {
-  registration::write_archive(path, "SEARCH", state());
+void Searcher::save_checkpoint(const std::string& path) {
+  // The checkpoint is also the state a fault rolls back to, as in a run resumed from it:
+  // both then continue alike.
+  snapshot_ = state();
+  registration::write_archive(path, "SEARCH", snapshot_);
 }
 
 void Searcher::resume(const std::string& path) {
   const registration::Archive a = registration::read_archive(path, "SEARCH");
-  for (const auto& [key, now] : fingerprint()) {
-    const std::string stored = "run." + key;
-    const std::string then = a.has_field(stored) ? a.field(stored, path) : "(not recorded)";
-    if (then != now) {
-      throw ModelFileError(path + ": a checkpoint of a search with other options, data or grid: " + key + " was " +
-                           then + ", is " + now + " now");
-    }
-  }
+  registration::check_run_fields(a, path, fingerprint(), "a search");
   load_state(a, path);
   snapshot_ = a;
 }

@@ -15,7 +15,7 @@
 
 #include "autoreg/ops.h"
 #include "autoreg/registration/augment.h"
-#include "autoreg/registration/optimizer_state.h"
+#include "autoreg/registration/run_state.h"
 #include "autoreg/registration/training_pairs.h"
 
 namespace autoreg::search {
@@ -34,30 +34,6 @@ class NonFinite : public std::runtime_error {
 };
 
 bool finite(const at::Tensor& t) { return !t.defined() || at::isfinite(t).all().item<bool>(); }
-
-std::string text(double v) {
-  std::ostringstream s;
-  s.precision(17);
-  s << v;
-  return s.str();
-}
-
-// The same random box of a pair's images and label maps: `share` of each axis, a
-// multiple of 4 (the network's), at a random place.
-TrainingPair crop_pair(const TrainingPair& p, double share, std::mt19937_64& rng) {
-  if (share >= 1) return p;
-  TrainingPair c = p;
-  for (int d = 0; d < 3; ++d) {
-    const int64_t size = p.moving.size(2 + d);
-    const int64_t keep = std::max<int64_t>(4, int64_t(share * double(size)) / 4 * 4);
-    if (keep >= size) continue;
-    const int64_t start = int64_t(rng() % uint64_t(size - keep + 1));
-    for (at::Tensor* t : {&c.moving, &c.fixed, &c.moving_labels, &c.fixed_labels}) {
-      if (t->defined()) *t = t->narrow(2 + d, start, keep);
-    }
-  }
-  return c;
-}
 
 }  // namespace
 
@@ -81,6 +57,9 @@ Searcher::Searcher(registration::TrainingSet data, const registration::ModelInfo
   if (o.mode != "joint" && o.mode != "sequential") throw std::invalid_argument("mode must be joint or sequential, got '" + o.mode + "'");
   if (o.order != "first" && o.order != "second") throw std::invalid_argument("order must be first or second, got '" + o.order + "'");
   if (o.path != "sampled" && o.path != "mixed") throw std::invalid_argument("path must be sampled or mixed, got '" + o.path + "'");
+  if (o.path == "mixed" && o.architecture_path == "sampled") {
+    throw std::invalid_argument("a mixed path has no sample for a sampled architecture gradient");
+  }
   if (o.architecture_path != "sampled" && o.architecture_path != "mixed") {
     throw std::invalid_argument("the architecture path must be sampled or mixed, got '" + o.architecture_path + "'");
   }
@@ -105,6 +84,9 @@ Searcher::Searcher(registration::TrainingSet data, const registration::ModelInfo
         std::string(atlas ? "and an atlas with labels" : "at least two of them in pairwise mode"));
   }
 
+  // The starting weights come from the seed alone (not from whatever drew random numbers
+  // before: preprocessing, the cost measurement).
+  at::manual_seed(o.seed);
   supernet_ = std::make_unique<Supernet>(info_.network, searched_edges(o.edges));
   supernet_->network().to(device_, dtype_);
   if (o.float64) supernet_->alpha() = supernet_->alpha().detach().to(at::kDouble).requires_grad_(true);
@@ -131,6 +113,10 @@ Searcher::Searcher(registration::TrainingSet data, const registration::ModelInfo
       torch::optim::AdamOptions(o.architecture_lr).betas({0.5, 0.999}).weight_decay(1e-3));
   objective_adam_ = std::make_unique<torch::optim::Adam>(std::vector<at::Tensor>{rho_},
                                                          torch::optim::AdamOptions(o.objective_lr));
+  // α's entropy before any update (the report's "start"), kept with the checkpoints.
+  std::string start;
+  for (double h : entropy()) start += (start.empty() ? "" : " ") + registration::exact_text(h);
+  notes["entropy_start"] = start;
   snapshot_ = state();
 }
 
@@ -215,13 +201,15 @@ Searcher::Pass Searcher::run(const TrainingPair& pair, const at::Tensor& lambda,
   std::array<bool, kObjectiveTerms> needed{};
   for (int i = 0; i < kObjectiveTerms; ++i) needed[i] = options_.searched_terms[i] || lambda[i].item<double>() != 0;
   p.terms = registration::objective_terms(f, warped, p.u, needed);
-  const std::vector<int64_t> labels = with_dice && options_.dice_weight > 0 && pair.moving_labels.defined() &&
-                                              pair.fixed_labels.defined()
+  const bool labelled = options_.dice_weight > 0 && pair.moving_labels.defined() && pair.fixed_labels.defined();
+  // As in training: a synthetic image's similarity measures the synthesiser, so such a
+  // labelled pair learns from its labels alone (whether or not this pass adds the Dice
+  // term: λ's hypergradient differentiates the training loss without it).
+  p.mask = at::ones({kObjectiveTerms}, p.terms.options());
+  if (pair.synthetic && labelled) p.mask.narrow(0, 0, registration::kSmoothness).zero_();
+  const std::vector<int64_t> labels = with_dice && labelled
                                           ? registration::shared_labels(pair.moving_labels, pair.fixed_labels)
                                           : std::vector<int64_t>{};
-  // As in training: a synthetic image's similarity measures the synthesiser.
-  p.mask = at::ones({kObjectiveTerms}, p.terms.options());
-  if (pair.synthetic && !labels.empty()) p.mask.narrow(0, 0, registration::kSmoothness).zero_();
   p.total = (p.terms * p.mask * lambda.to(p.terms.options())).sum();
   if (!labels.empty()) {
     p.total = p.total + options_.dice_weight *
@@ -351,12 +339,14 @@ double Searcher::train_gradient(const TrainingPair& train, const at::Tensor& lam
   supernet_->network().train();
   weights_adam_->zero_grad();
   prepare_path(false);
-  const Pass p = run(train, lambda, true);
-  double loss = p.total.item<double>();
   if (options_.inject_nan_at == step_ + 1 && !injected_) {
+    // A fault that corrupts the state: only restoring the last good state recovers.
     injected_ = true;
-    loss = std::nan("");
+    c10::AutoGradMode no_grad(false);
+    for (auto& w : supernet_->weights()) w.fill_(std::nan(""));
   }
+  const Pass p = run(train, lambda, true);
+  const double loss = p.total.item<double>();
   if (!std::isfinite(loss)) throw NonFinite("non-finite training loss");
   p.total.backward();
   for (const auto& w : supernet_->weights()) {
@@ -466,8 +456,8 @@ SearchStep Searcher::try_step() {
   plain.augment = false;
   const TrainingPair val = registration::draw_pair(data_, labelled_validation_, plain, rng);
   // What α and λ see: one box of each pair.
-  const TrainingPair train_box = crop_pair(train, options_.update_crop, rng);
-  const TrainingPair val_box = crop_pair(val, options_.update_crop, rng);
+  const TrainingPair train_box = registration::crop_pair(train, options_.update_crop, rng);
+  const TrainingPair val_box = registration::crop_pair(val, options_.update_crop, rng);
 
   // ω's gradient on the training pair, applied last, after λ and α have used it.
   const at::Tensor lambda = this->lambda();

@@ -14,6 +14,16 @@ namespace {
 // any real one that its probability is exactly 0 in float32 and float64.
 constexpr double kMasked = -1e9;
 
+// A 12×8 bool tensor of the allowed candidates.
+at::Tensor mask_of(const PathState& state) {
+  at::Tensor mask = at::zeros({kEdges, kCandidates}, at::kBool);
+  auto m = mask.accessor<bool, 2>();
+  for (int e = 0; e < kEdges; ++e) {
+    for (int k = 0; k < kCandidates; ++k) m[e][k] = state.allowed[e][k];
+  }
+  return mask;
+}
+
 }  // namespace
 
 std::array<bool, kEdges> searched_edges(const std::string& which) {
@@ -33,38 +43,6 @@ int operation_index(const std::string& name) {
     if (name == registration::kOperations[k]) return k;
   }
   throw std::invalid_argument("unknown operation '" + name + "'");
-}
-
-MixedEdgeImpl::MixedEdgeImpl(int index, const registration::EdgeLayout& layout,
-                             std::shared_ptr<const PathState> state)
-    : index_(index), state_(std::move(state)) {
-  for (const char* op : registration::kOperations) {
-    candidates_.push_back(register_module(op, registration::make_edge(op, layout.in, layout.out, layout.stride)));
-  }
-}
-
-at::Tensor MixedEdgeImpl::forward(const at::Tensor& x) {
-  const PathState& s = *state_;
-  switch (s.mode) {
-    case PathMode::Fixed:
-      return candidates_[s.chosen[index_]]->forward(x);
-    case PathMode::Sampled: {
-      const int k = s.chosen[index_];
-      const at::Tensor y = candidates_[k]->forward(x);
-      // The weight is 1: multiplying only matters when α is to get a gradient.
-      return s.weights.requires_grad() ? y * s.weights[index_][k] : y;
-    }
-    case PathMode::Mixed: {
-      at::Tensor sum;
-      for (int k = 0; k < kCandidates; ++k) {
-        if (!s.allowed[index_][k]) continue;
-        const at::Tensor y = candidates_[k]->forward(x) * s.weights[index_][k];
-        sum = sum.defined() ? sum + y : y;
-      }
-      return sum;
-    }
-  }
-  return {};
 }
 
 Supernet::Supernet(const registration::NetworkSpec& base, const std::array<bool, kEdges>& searched)
@@ -94,15 +72,13 @@ void Supernet::set_allowed(const std::array<std::array<bool, kCandidates>, kEdge
 }
 
 at::Tensor Supernet::probabilities() const {
-  at::Tensor mask = at::zeros({kEdges, kCandidates}, at::kBool);
   at::Tensor fixed = at::zeros({kEdges, kCandidates}, alpha_.options().requires_grad(false));
   at::Tensor searched = at::zeros({kEdges, 1}, at::kBool);
   for (int e = 0; e < kEdges; ++e) {
     searched[e][0] = searched_[e];
-    for (int k = 0; k < kCandidates; ++k) mask[e][k] = state_->allowed[e][k];
     fixed[e][operation_index(base_.genotype.edges[e])] = 1;
   }
-  const at::Tensor p = at::softmax(alpha_.masked_fill(~mask, kMasked), 1);
+  const at::Tensor p = at::softmax(alpha_.masked_fill(~mask_of(*state_), kMasked), 1);
   return at::where(searched, p, fixed);
 }
 
@@ -113,12 +89,8 @@ void Supernet::use_mixed(bool alpha_grad) {
 }
 
 void Supernet::straight_through(double tau, bool alpha_grad) {
-  at::Tensor mask = at::zeros({kEdges, kCandidates}, at::kBool);
-  for (int e = 0; e < kEdges; ++e) {
-    for (int k = 0; k < kCandidates; ++k) mask[e][k] = state_->allowed[e][k];
-  }
   const at::Tensor a = alpha_grad ? alpha_ : alpha_.detach();
-  const at::Tensor soft = at::softmax((at::log_softmax(a.masked_fill(~mask, kMasked), 1) + gumbel_) / tau, 1);
+  const at::Tensor soft = at::softmax((at::log_softmax(a.masked_fill(~mask_of(*state_), kMasked), 1) + gumbel_) / tau, 1);
   at::Tensor hard = at::zeros_like(soft);
   for (int e = 0; e < kEdges; ++e) hard[e][state_->chosen[e]] = 1;
   state_->weights = hard - soft.detach() + soft;

@@ -118,8 +118,15 @@ TEST_F(Search, RefusesDataItCannotSearchOn) {
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("labelled validation subjects"), std::string::npos) << r.output;
   r = run(search("data.csv", "c") + " --steps 2 --max-forward-ms 0.001");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("--max-forward-ms: a forward-time budget of 0.0 ms cannot be met"), std::string::npos) << r.output;
+  r = run(search("data.csv", "e") + " --steps 2 --op-cost " + path("nothing.json"));
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.output.find("cannot be met"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(path("nothing.json") + ": no such operation-cost file"), std::string::npos) << r.output;
+  std::ofstream(path("bad_cost.json")) << "{\"grid\": [16, 16, 16]}";
+  r = run(search("data.csv", "f") + " --steps 2 --op-cost " + path("bad_cost.json"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(path("bad_cost.json") + ": malformed operation costs"), std::string::npos) << r.output;
   r = run(search("data.csv", "d") + " --steps 2 --budget-minutes 1");
   EXPECT_EQ(r.code, 1) << r.output;
 }
@@ -140,13 +147,19 @@ TEST_F(Search, SkipsAnUnreadableRow) {
 TEST_F(Search, TerminatedWritesACheckpointAndResumes) {
   // Long enough that the signal arrives while it runs.
   const std::string cmd = search("data.csv", "out") + " --steps 100000 --retrain-steps 0";
+  const auto step_after = [](const std::string& text, const std::string& marker) {
+    const size_t at = text.find(marker);
+    return at == std::string::npos ? -1L : std::stol(text.substr(at + marker.size()));
+  };
   Result r = run_with_signal(cmd, 12);
   EXPECT_EQ(r.code, 4) << r.output;
-  EXPECT_NE(r.output.find("interrupted (search): checkpoint written"), std::string::npos) << r.output;
+  const long stopped = step_after(r.output, "interrupted (search) at step ");
+  EXPECT_GT(stopped, 0) << r.output;
   EXPECT_TRUE(fs::exists(path("out/search.ckpt")));
   r = run_with_signal(cmd + " --resume", 12);
   EXPECT_EQ(r.code, 4) << r.output;
-  EXPECT_NE(r.output.find("resumed the search from"), std::string::npos) << r.output;
+  EXPECT_EQ(step_after(r.output, "resumed the search from " + path("out/search.ckpt") + " at step "), stopped) << r.output;
+  EXPECT_GT(step_after(r.output, "interrupted (search) at step "), stopped) << r.output;
 }
 
 }  // namespace

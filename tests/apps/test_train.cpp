@@ -104,6 +104,29 @@ TEST_F(Train, TrainsResumesAndRegistersWithTheModel) {
   EXPECT_EQ(r.code, 0) << r.output;
 }
 
+// The objective's weights name the same loss as the similarity and λ options.
+TEST_F(Train, ObjectiveWeightsAreTheSimilarityAndLambdaOptions) {
+  const std::string base = "train --manifest " + path("data.csv") + " --grid 16x16x16 --spacing 1.5 --steps 2 --threads 2";
+  Result a = run(base + " --out " + path("a.autoreg") + " --lambda 0.5");
+  ASSERT_EQ(a.code, 0) << a.output;
+  Result b = run(base + " --out " + path("b.autoreg") + " --objective ncc9=1,smoothness=0.5");
+  ASSERT_EQ(b.code, 0) << b.output;
+  const auto losses = [&](const std::string& log) {
+    std::ifstream in(log);
+    std::vector<double> v;
+    for (std::string line; std::getline(in, line);) v.push_back(nlohmann::json::parse(line)["loss"].get<double>());
+    return v;
+  };
+  const auto la = losses(path("a.autoreg.log.jsonl")), lb = losses(path("b.autoreg.log.jsonl"));
+  ASSERT_EQ(la.size(), 2u);
+  EXPECT_EQ(la, lb);
+  Result c = run(base + " --out " + path("c.autoreg") + " --objective ncc9=1 --lambda 2");
+  EXPECT_EQ(c.code, 1) << c.output;
+  c = run(base + " --out " + path("c.autoreg") + " --objective ncc10=1");
+  EXPECT_EQ(c.code, 1) << c.output;
+  EXPECT_NE(c.output.find("--objective: objective weights: 'ncc10=1'"), std::string::npos) << c.output;
+}
+
 TEST_F(Train, BadModelsAndOptions) {
   std::ofstream(path("fake.autoreg")) << "not a model\n";
   const std::string io = "register --fixed " + path("s0.nii.gz") + " --moving " + path("s1.nii.gz") +

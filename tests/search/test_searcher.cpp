@@ -73,16 +73,22 @@ class SearcherMath : public ::testing::Test {
     const at::Tensor terms = registration::objective_terms(train_.fixed, warped, u, {true, true, true, false, true});
     return (terms * lambda).sum();
   }
-  // f after one gradient step of the training loss, ω restored after.
+  // f after one step of the training loss, ω restored after: ω − η·P·g, with P the
+  // preconditioner of Adam's first step at the starting λ (1/|g|), held fixed, when the
+  // searcher preconditions; else a plain gradient step.
   double after_step(const at::Tensor& lambda, const std::function<double()>& f) {
     const auto params = searcher_->supernet().weights();
+    if (options_.precondition && preconditioner_.empty()) {
+      const auto g0 = torch::autograd::grad({train_loss(searcher_->lambda())}, params, {}, false, false, true);
+      for (const auto& g : g0) preconditioner_.push_back(1.0 / (g.abs() + 1e-8));
+    }
     const auto g = torch::autograd::grad({train_loss(lambda)}, params, {}, false, false, true);
     std::vector<at::Tensor> saved;
     {
       c10::AutoGradMode no_grad(false);
       for (size_t i = 0; i < params.size(); ++i) {
         saved.push_back(params[i].detach().clone());
-        if (g[i].defined()) params[i].sub_(g[i], options_.weight_lr);
+        if (g[i].defined()) params[i].sub_(options_.precondition ? g[i] * preconditioner_[i] : g[i], options_.weight_lr);
       }
     }
     const double value = f();
@@ -139,6 +145,7 @@ class SearcherMath : public ::testing::Test {
   }
 
   SearchOptions options_ = exact_options();
+  std::vector<at::Tensor> preconditioner_;
   registration::TrainingSet data_;
   std::unique_ptr<Searcher> searcher_;
   TrainingPair train_, val_;
@@ -163,6 +170,31 @@ TEST_F(SearcherMath, ObjectiveHypergradientMatchesFiniteDifferences) {
   }
   EXPECT_GE(checked, 3) << "the Dice after the step should depend on most weights";
   EXPECT_EQ(analytic[registration::kMind].item<double>(), 0.0);  // not searched, not computed
+}
+
+// The default: the virtual step is the one Adam is about to take (its first here).
+class Preconditioned : public SearcherMath {
+ protected:
+  void SetUp() override {
+    options_.precondition = true;
+    options_.weight_lr = 1e-3;
+    SearcherMath::SetUp();
+  }
+};
+
+TEST_F(Preconditioned, ObjectiveHypergradientMatchesFiniteDifferences) {
+  const at::Tensor analytic = searcher_->objective_hypergradient(train_, val_);
+  const at::Tensor lambda = searcher_->lambda();
+  const double h = 1e-4, scale = analytic.abs().max().item<double>();
+  EXPECT_GT(scale, 0);
+  for (int i : {registration::kNcc9, registration::kNcc7Half, registration::kNcc5Quarter, registration::kSmoothness}) {
+    at::Tensor plus = lambda.clone(), minus = lambda.clone();
+    plus[i] += h;
+    minus[i] -= h;
+    const double numeric = (after_step(plus, [&] { return val_dice_loss(); }) -
+                            after_step(minus, [&] { return val_dice_loss(); })) / (2 * h);
+    EXPECT_NEAR(analytic[i].item<double>(), numeric, 1e-2 * scale) << registration::kObjectiveTermNames[i];
+  }
 }
 
 TEST_F(SearcherMath, FirstOrderArchitectureGradientMatchesFiniteDifferences) {
@@ -283,6 +315,35 @@ TEST(Searcher, StoppedAndResumedEqualsUninterrupted) {
     FAIL();
   } catch (const registration::ModelFileError& e) {
     EXPECT_NE(std::string(e.what()).find("seed was 3, is 4"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove(ckpt);
+}
+
+// A fault after a checkpoint rolls back to that checkpoint's state, in the run that wrote
+// it and in a run resumed from it alike.
+TEST(Searcher, ARollbackAfterResumeRepeatsTheUninterruptedRun) {
+  const auto data = test::phantom_set(kGrid, 3, 2);
+  const auto info = test::phantom_info(kGrid);
+  const auto costs = test::made_up_costs(kGrid);
+  SearchOptions o = short_search();
+  o.snapshot_every = 4;
+  o.inject_nan_at = 5;
+  const std::string ckpt =
+      (std::filesystem::temp_directory_path() / ("autoreg-rollback-" + std::to_string(::getpid()) + ".ckpt")).string();
+  Searcher straight(data, info, o, costs);
+  for (int i = 0; i < 3; ++i) straight.step();
+  straight.save_checkpoint(ckpt);
+  while (!straight.finished()) straight.step();
+  Searcher resumed(data, info, o, costs);
+  resumed.resume(ckpt);
+  int64_t rollbacks = 0;
+  while (!resumed.finished()) rollbacks = resumed.step().rollbacks;
+  EXPECT_EQ(rollbacks, 1);
+  EXPECT_TRUE(at::equal(straight.supernet().alpha(), resumed.supernet().alpha()));
+  EXPECT_TRUE(at::equal(straight.lambda(), resumed.lambda()));
+  auto theirs = resumed.supernet().network_ptr()->named_parameters();
+  for (const auto& p : straight.supernet().network_ptr()->named_parameters()) {
+    EXPECT_TRUE(at::equal(p.value(), theirs[p.key()])) << p.key();
   }
   std::filesystem::remove(ckpt);
 }

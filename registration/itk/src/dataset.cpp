@@ -158,7 +158,7 @@ registration::TrainingSet load_training_set(const io::Manifest& manifest, regist
     if (is_reference || options.max_unreadable_fraction <= 0) return prepare(c, r, is_reference);
     try {
       return prepare(c, r, false);
-    } catch (const std::exception& e) {
+    } catch (const io::IoError& e) {  // unreadable; other failures (a full disk) stop the run
       const std::string what = manifest.path + " line " + std::to_string(r.line) + ": " + e.what();
       unreadable.push_back(what);
       if (options.progress) options.progress("skipped: " + what);

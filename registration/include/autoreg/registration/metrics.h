@@ -29,6 +29,10 @@ struct JacobianStats {
 };
 JacobianStats jacobian_stats(const at::Tensor& displacement);
 
+// Mean Dice over the label values (not 0) present in both maps (int label maps of one
+// shape); NaN when they share none.
+double mean_dice(const at::Tensor& a, const at::Tensor& b);
+
 // The label values (other than 0, the background) present in either map, ascending.
 std::vector<int64_t> labels_present(const at::Tensor& a, const at::Tensor& b);
 

@@ -54,8 +54,4 @@ std::array<bool, kObjectiveTerms> needed_terms(const ObjectiveWeights& weights);
 at::Tensor label_dice_loss(const at::Tensor& moving_labels, const at::Tensor& fixed_labels,
                            const at::Tensor& u, const std::vector<int64_t>& labels);
 
-// Mean hard Dice over the label values present in both maps (int label maps of one
-// shape); NaN when they share none.
-double mean_dice(const at::Tensor& a, const at::Tensor& b);
-
 }  // namespace autoreg::registration

@@ -37,6 +37,11 @@ struct TrainingPair {
 TrainingPair draw_pair(const TrainingSet& set, const std::vector<Subject>& pool, const DrawOptions& options,
                        std::mt19937_64& rng);
 
+// The same random box of a pair's images and label maps: `share` of each axis (rounded
+// down to a multiple of 4, the networks' need; at least 4), at a random place drawn
+// from `rng`. share >= 1: the pair as it is.
+TrainingPair crop_pair(const TrainingPair& pair, double share, std::mt19937_64& rng);
+
 // The validation pairs (moving, fixed), both labelled: every validation subject to the
 // atlas (atlas mode) or to the next validation subject (pairwise).
 std::vector<std::pair<const Subject*, const Subject*>> validation_pairs(const TrainingSet& set);

@@ -16,9 +16,13 @@
 //      validation pair plus latency_weight · E[forward ms]/reference + a penalty on
 //      E[forward ms] above the budget; first order at ω, or second order (DARTS): at ω'
 //      minus η times the finite-difference Hessian-vector product of L_train at ω ± ε·P·v.
+//      (With a sampled ω path, ω' follows the step's sampled gradient while the product
+//      is taken on α's path, the mixed network by default: the usual approximation
+//      when weights are trained on sampled paths.)
+//      α's and λ's updates see one random box of each pair (update_crop).
 // Warm-up (the first warmup_fraction of steps): only ω moves. Sequential mode (as the
-// published code): α with λ fixed for the first half of the search steps, then λ on the
-// derived architecture.
+// published code): α with λ fixed for the first half of the steps after the warm-up,
+// then λ on the derived architecture.
 // Paths: "sampled" (GDAS; one candidate per edge per step, the same path for the step's
 // three updates) or "mixed" (DARTS; every candidate, for small grids and tests).
 // Faults: a non-finite loss or gradient restores the last good state (kept every
@@ -93,7 +97,7 @@ struct SearchOptions {
   // The virtual step ω' follows Adam's preconditioner (false: a plain gradient step, as
   // DARTS with SGD).
   bool precondition = true;
-  int64_t inject_nan_at = -1;       // tests: the training loss of this step (1-based) is NaN, once
+  int64_t inject_nan_at = -1;       // tests: every weight is NaN before this step (1-based), once
   bool float64 = false;             // tests: weights, α and pairs in float64 (finite-difference checks)
 };
 
@@ -122,6 +126,10 @@ class Searcher {
   SearchStep step();
   int64_t steps_done() const { return step_; }
   bool finished() const { return step_ >= options_.steps; }
+  int64_t total_steps() const { return options_.steps; }
+  // Another total (after resume(), which restores the checkpoint's): the schedule
+  // follows it from here.
+  void set_total_steps(int64_t steps) { options_.steps = steps; }
   std::string phase() const;  // of the next step
   // The share of the search done, in [0, 1], for a search run by time rather than steps:
   // the warm-up, the sequential phases and the temperature then follow it instead of
@@ -155,13 +163,15 @@ class Searcher {
   // λ now (5, CPU double).
   at::Tensor lambda() const;
 
-  // Fields the caller keeps in checkpoints (e.g. the time spent), restored by resume().
+  // Fields kept in checkpoints and restored by resume(): the caller's (e.g. the time
+  // spent) and "entropy_start" (α's per-edge entropy before the first update).
   std::map<std::string, std::string> notes;
 
   // The whole state (ω, α, λ, the three optimisers, step, step-size scale, rollbacks),
-  // written atomically; resume() refuses a checkpoint of other options, data or grid,
-  // naming what differs.
-  void save_checkpoint(const std::string& path) const;
+  // written atomically (and kept as the state a fault rolls back to); resume() refuses a
+  // checkpoint of other options, data or grid, naming what differs; it restores the total
+  // number of steps too (set_total_steps changes it).
+  void save_checkpoint(const std::string& path);
   void resume(const std::string& path);
 
  private:

@@ -1,5 +1,6 @@
-// Adam's per-parameter state in archives (archive.h): what training and search
-// checkpoints store so that a resumed run continues exactly.
+// What training and search checkpoints share besides the weights: Adam's per-parameter
+// state, and the run's options by name, so that a resumed run continues exactly and a
+// checkpoint of another run is refused naming the option that differs.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -26,6 +27,20 @@ void save_adam_state(const torch::optim::Adam& adam, const std::vector<at::Tenso
 void load_adam_state(torch::optim::Adam& adam, const std::vector<at::Tensor>& params, const std::string& prefix,
                      const std::unordered_map<std::string, at::Tensor>& stored, const at::Device& device,
                      const std::string& path);
+
+// The shortest text that reads back as `v` (for options kept in checkpoints).
+std::string exact_text(double v);
+
+// Appends `fingerprint` as fields "run.<name>".
+void save_run_fields(const std::vector<std::pair<std::string, std::string>>& fingerprint, Archive& archive);
+// Throws ModelFileError "<path>: a checkpoint of <what> with other options, data or
+// network: <name> was X, is Y now" at the first field "<prefix><name>" that differs. A
+// field the checkpoint lacks reads as `absent` (a newer option's default, for older
+// checkpoints).
+void check_run_fields(const Archive& archive, const std::string& path,
+                      const std::vector<std::pair<std::string, std::string>>& fingerprint, const std::string& what,
+                      const std::unordered_map<std::string, std::string>& absent = {},
+                      const std::string& prefix = "run.");
 
 // An archive's tensors by name.
 std::unordered_map<std::string, at::Tensor> tensors_by_name(const Archive& archive);

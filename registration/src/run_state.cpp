@@ -1,9 +1,10 @@
-#include "autoreg/registration/optimizer_state.h"
+#include "autoreg/registration/run_state.h"
 
 #include <ATen/ATen.h>
 #include <torch/optim/adam.h>
 
 #include <memory>
+#include <sstream>
 
 namespace autoreg::registration {
 
@@ -38,6 +39,38 @@ void load_adam_state(torch::optim::Adam& adam, const std::vector<at::Tensor>& pa
     s->exp_avg(avg->second.to(device, params[i].scalar_type()).clone());
     s->exp_avg_sq(sq->second.to(device, params[i].scalar_type()).clone());
     adam.state()[params[i].unsafeGetTensorImpl()] = std::move(s);
+  }
+}
+
+std::string exact_text(double v) {
+  std::string t;
+  for (int digits = 15; digits <= 17; ++digits) {
+    std::ostringstream s;
+    s.precision(digits);
+    s << v;
+    t = s.str();
+    if (std::stod(t) == v) break;
+  }
+  return t;
+}
+
+void save_run_fields(const std::vector<std::pair<std::string, std::string>>& fingerprint, Archive& archive) {
+  for (const auto& [key, value] : fingerprint) archive.fields.emplace_back("run." + key, value);
+}
+
+void check_run_fields(const Archive& a, const std::string& path,
+                      const std::vector<std::pair<std::string, std::string>>& fingerprint, const std::string& what,
+                      const std::unordered_map<std::string, std::string>& absent, const std::string& prefix) {
+  for (const auto& [key, now] : fingerprint) {
+    const std::string stored = prefix + key;
+    const auto missing = absent.find(key);
+    const std::string then = a.has_field(stored) ? a.field(stored, path)
+                             : missing != absent.end() ? missing->second
+                                                       : "(not recorded)";
+    if (then != now) {
+      throw ModelFileError(path + ": a checkpoint of " + what + " with other options, data or network: " + key +
+                           " was " + then + ", is " + now + " now");
+    }
   }
 }
 

@@ -1,0 +1,74 @@
+#include "training_loop.h"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+
+#include "autoreg/io/volume.h"
+#include "exit_codes.h"
+#include "run_log.h"
+
+namespace autoreg::apps {
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+extern "C" void on_stop_signal(int signal) { g_stop = signal; }
+
+}  // namespace
+
+void install_stop_handlers() {
+  std::signal(SIGINT, on_stop_signal);
+  std::signal(SIGTERM, on_stop_signal);
+}
+
+bool stop_requested() { return g_stop != 0; }
+
+TrainingOutcome run_training(registration::Trainer& trainer, const TrainingLoop& loop) {
+  std::ofstream log(loop.log, trainer.step() > 0 ? std::ios::app : std::ios::trunc);
+  if (!log) throw io::IoError(loop.log + ": cannot write the training log");
+  using Clock = std::chrono::steady_clock;
+  const auto started = Clock::now();
+  const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
+  const auto out_of_time = [&] { return loop.budget_seconds > 0 && loop.earlier_seconds + elapsed() >= loop.budget_seconds; };
+  const int64_t first = trainer.step();
+  double validation = std::nan("");
+  while (trainer.step() < loop.steps && !out_of_time()) {
+    const registration::StepReport r = trainer.train_step();
+    const bool last = r.step == loop.steps || out_of_time();
+    nlohmann::json line = {{"step", r.step}, {"loss", r.loss}, {"similarity", r.similarity},
+                           {"smoothness", r.smoothness}, {"dice_loss", r.dice}};
+    if (r.step % loop.validate_every == 0 || last) {
+      validation = trainer.validate();
+      if (std::isfinite(validation)) line["validation_dice"] = validation;
+    }
+    const double per_step = elapsed() / double(r.step - first);
+    line["seconds"] = loop.earlier_seconds + elapsed();
+    log << line.dump() << "\n" << std::flush;
+    if (r.step % loop.checkpoint_every == 0 || last) trainer.save_checkpoint(loop.checkpoint);
+    if (r.step % 10 == 0 || last || r.step == first + 1) {
+      const double left = loop.budget_seconds > 0
+                              ? std::min(loop.budget_seconds - loop.earlier_seconds - elapsed(),
+                                         per_step * double(loop.steps - r.step))
+                              : per_step * double(loop.steps - r.step);
+      const std::string total = loop.budget_seconds > 0 && loop.steps > (int64_t(1) << 40) ? "" : "/" + std::to_string(loop.steps);
+      std::fprintf(stderr, "%s %ld%s  loss %.4f (similarity %.4f, smoothness %.4f, dice %.4f)  validation Dice %s  %.2f s/step  %s left\n",
+                   loop.label.c_str(), long(r.step), total.c_str(), r.loss, r.similarity, r.smoothness, r.dice,
+                   std::isfinite(validation) ? std::to_string(validation).substr(0, 5).c_str() : "-", per_step,
+                   duration(std::max(0.0, left)).c_str());
+    }
+    if (stop_requested() && !last) {
+      trainer.save_checkpoint(loop.checkpoint);
+      throw Interrupted("interrupted at step " + std::to_string(r.step) + ": checkpoint " + loop.checkpoint +
+                        " written; continue with --resume");
+    }
+  }
+  // Nothing left to run (a finished run resumed): the model's Dice all the same.
+  if (trainer.step() == first) validation = trainer.validate();
+  return {validation, loop.earlier_seconds + elapsed(), elapsed()};
+}
+
+}  // namespace autoreg::apps
