@@ -11,8 +11,13 @@
 
 #include <sys/resource.h>
 
+#include <cstdlib>
+#include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "autoreg/registration/genotype.h"
 #include "autoreg/registration/network.h"
 #include "autoreg/registration/operations.h"
 #include "bench_common.h"
@@ -29,11 +34,9 @@ double peak_rss_mib() {
 
 using autoreg::bench::sync;
 
-void run_forward(benchmark::State& st, const std::string& kind, const at::Device& device) {
+void run_forward(benchmark::State& st, const NetworkSpec& spec, const at::Device& device) {
   c10::AutoGradMode no_grad(false);
   at::manual_seed(0);
-  NetworkSpec spec;
-  spec.kind = kind;
   auto net = make_network(spec);
   net->to(device);
   net->eval();
@@ -77,9 +80,22 @@ void run_edge(benchmark::State& st, const Edge& e, const std::string& op, const 
 
 void register_network_benchmarks(const at::Device& device) {
   const std::string dev = device.is_cuda() ? "cuda" : "cpu";
-  for (const char* kind : {"autoreg", "unet"}) {
-    benchmark::RegisterBenchmark(("network_forward/" + std::string(kind) + "/" + dev + "/160").c_str(),
-                                 [kind, device](benchmark::State& st) { run_forward(st, kind, device); })
+  std::vector<std::pair<std::string, NetworkSpec>> networks = {{"autoreg", NetworkSpec{}}, {"unet", NetworkSpec{}}};
+  networks[1].second.kind = "unet";
+  // More AutoReg genotypes (a search's, a random one): AUTOREG_BENCH_GENOTYPES="name=file,...".
+  if (const char* list = std::getenv("AUTOREG_BENCH_GENOTYPES")) {
+    std::stringstream items(list);
+    for (std::string item; std::getline(items, item, ',');) {
+      const size_t eq = item.find('=');
+      if (eq == std::string::npos) continue;
+      NetworkSpec spec;
+      spec.genotype = read_genotype(item.substr(eq + 1));
+      networks.emplace_back(item.substr(0, eq), spec);
+    }
+  }
+  for (const auto& [name, spec] : networks) {
+    benchmark::RegisterBenchmark(("network_forward/" + name + "/" + dev + "/160").c_str(),
+                                 [spec = spec, device](benchmark::State& st) { run_forward(st, spec, device); })
         ->Unit(benchmark::kMillisecond)
         ->UseRealTime();
   }

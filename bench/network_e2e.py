@@ -6,6 +6,9 @@ autoreg_bench, each network in its own process so that its peak memory is its ow
 (minus the same process with no benchmark: LibTorch loaded, no tensors).
 
   bench/network_e2e.py [--threads 2] [--repetitions 3] [--no-ops] [--device cpu]
+                       [--genotypes NAME=FILE,...]
+
+--genotypes adds AutoReg networks of other genotypes (a search's genotype.txt).
 
 Prints two Markdown tables; writes the raw Google Benchmark JSON next to them
 (network_e2e-*.json).
@@ -49,12 +52,17 @@ def main():
     ap.add_argument("--repetitions", type=int, default=3)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--no-ops", action="store_true", help="skip the per-operation table")
+    ap.add_argument("--genotypes", default="", help="NAME=FILE,...: more AutoReg genotypes")
     args = ap.parse_args()
     if not BENCH.exists():
         sys.exit(f"network_e2e: build first ({BENCH} is missing)")
+    if args.genotypes:
+        os.environ["AUTOREG_BENCH_GENOTYPES"] = ",".join(
+            f"{n}={Path(f).resolve()}" for n, f in (i.split("=", 1) for i in args.genotypes.split(",")))
     _, base = run("^nothing$", args.threads, 1, "network_e2e-base.json")
     rows = {}
-    for kind in ("autoreg", "unet"):
+    extra = [i.split("=", 1)[0] for i in args.genotypes.split(",") if i]
+    for kind in ["autoreg", "unet"] + extra:
         name = f"network_forward/{kind}/{args.device}/160"
         times, peak = run(f"^{name}(/real_time)?$", args.threads, args.repetitions, f"network_e2e-{kind}.json")
         rows[kind] = (times[name], peak - base)

@@ -43,7 +43,11 @@ Edge plain_edge(const std::string& name, const EdgeLayout& layout) {
 
 AutoRegNet::AutoRegNet(const NetworkSpec& spec, const EdgeFactory& factory) : spec_(spec) {
   const auto layout = edge_layout(spec.matching_cost);
-  for (int e = 0; e < kGenotypeEdges; ++e) {
+  // Built (and so initialised from the generator, and listed in parameters()) in the
+  // order the network has always used: the feature cell, then the two deformation
+  // cells' edges side by side.
+  const int order[kGenotypeEdges] = {0, 1, 2, 3, 4, 5, 6, 9, 7, 10, 8, 11};
+  for (int e : order) {
     const EdgeLayout& l = layout[e];
     edges_[e] = factory ? factory(e, l) : plain_edge(spec.genotype.edges[e], l);
     register_module(l.name, edges_[e].module);

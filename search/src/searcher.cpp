@@ -24,7 +24,6 @@ namespace {
 using registration::kObjectiveTerms;
 using registration::TrainingPair;
 
-constexpr double kBudgetPenalty = 10.0;     // on (E[ms] − budget)/budget when positive
 constexpr double kAdamBeta2 = 0.999, kAdamEps = 1e-8;  // torch's Adam defaults, used for ω
 
 // A step that met a non-finite loss or gradient: rolled back, never applied.
@@ -34,6 +33,22 @@ class NonFinite : public std::runtime_error {
 };
 
 bool finite(const at::Tensor& t) { return !t.defined() || at::isfinite(t).all().item<bool>(); }
+
+
+double norm(const std::vector<at::Tensor>& v) {
+  double sum = 0;
+  for (const auto& t : v) sum += t.defined() ? t.pow(2).sum().item<double>() : 0.0;
+  return std::sqrt(sum);
+}
+
+std::vector<at::Tensor> grads(const at::Tensor& loss, const std::vector<at::Tensor>& inputs) {
+  auto g = torch::autograd::grad({loss}, inputs, {}, /*retain_graph=*/false, /*create_graph=*/false,
+                                 /*allow_unused=*/true);
+  for (const auto& x : g) {
+    if (!finite(x)) throw NonFinite("non-finite gradient in an unrolled step");
+  }
+  return g;
+}
 
 }  // namespace
 
@@ -113,6 +128,8 @@ Searcher::Searcher(registration::TrainingSet data, const registration::ModelInfo
       torch::optim::AdamOptions(o.architecture_lr).betas({0.5, 0.999}).weight_decay(1e-3));
   objective_adam_ = std::make_unique<torch::optim::Adam>(std::vector<at::Tensor>{rho_},
                                                          torch::optim::AdamOptions(o.objective_lr));
+  // Sampling starts within the budget too (uniform over the allowed candidates may not be).
+  keep_within_budget();
   // α's entropy before any update (the report's "start"), kept with the checkpoints.
   std::string start;
   for (double h : entropy()) start += (start.empty() ? "" : " ") + registration::exact_text(h);
@@ -175,9 +192,28 @@ double Searcher::validate() {
 
 at::Tensor Searcher::latency_loss(const at::Tensor& probabilities) const {
   const at::Tensor ms = expected_ms(costs_, probabilities);
-  at::Tensor loss = options_.latency_weight * ms / reference_ms_;
-  if (options_.budget_ms > 0) loss = loss + kBudgetPenalty * at::relu(ms / options_.budget_ms - 1);
-  return loss;
+  return options_.latency_weight * ms / reference_ms_;
+}
+
+// Projects α onto {E[forward ms] ≤ budget} along the gradient of E (Newton steps on the
+// one constraint), outside the optimiser. A penalty inside α's objective would do this
+// through Adam, which normalises each logit's gradient: the penalty, always pointing the
+// same way, would both dominate the noisier registration loss while over budget and,
+// through Adam's second moments, mute it for hundreds of updates after.
+void Searcher::keep_within_budget() {
+  if (!(options_.budget_ms > 0)) return;
+  at::Tensor& alpha = supernet_->alpha();
+  const double target = options_.budget_ms * (1 - 1e-3);
+  for (int i = 0; i < 50; ++i) {
+    const at::Tensor ms = expected_ms(costs_, supernet_->probabilities());
+    const double over = ms.item<double>() - target;
+    if (over <= 0) return;
+    const at::Tensor g = grads(ms, {alpha})[0];
+    const double squared = g.pow(2).sum().item<double>();
+    if (!(squared > 0)) return;
+    c10::AutoGradMode no_grad(false);
+    alpha.sub_(g, over / squared);
+  }
 }
 
 void Searcher::prepare_path(bool alpha_grad) {
@@ -301,24 +337,6 @@ void Searcher::set_learning_rates() {
   set(*objective_adam_, options_.objective_lr);
 }
 
-namespace {
-
-double norm(const std::vector<at::Tensor>& v) {
-  double sum = 0;
-  for (const auto& t : v) sum += t.defined() ? t.pow(2).sum().item<double>() : 0.0;
-  return std::sqrt(sum);
-}
-
-std::vector<at::Tensor> grads(const at::Tensor& loss, const std::vector<at::Tensor>& inputs) {
-  auto g = torch::autograd::grad({loss}, inputs, {}, /*retain_graph=*/false, /*create_graph=*/false,
-                                 /*allow_unused=*/true);
-  for (const auto& x : g) {
-    if (!finite(x)) throw NonFinite("non-finite gradient in an unrolled step");
-  }
-  return g;
-}
-
-}  // namespace
 
 at::Tensor Searcher::central(const std::vector<at::Tensor>& d, const std::function<at::Tensor()>& f) {
   const double n = norm(d);
@@ -485,6 +503,7 @@ SearchStep Searcher::try_step() {
     if (!finite(g_alpha)) throw NonFinite("non-finite architecture gradient");
     supernet_->alpha().mutable_grad() = g_alpha;
     architecture_adam_->step();
+    keep_within_budget();
     r.architecture_updated = true;
   }
   r.seconds_architecture = since(t0);

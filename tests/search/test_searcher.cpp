@@ -402,7 +402,12 @@ TEST(Searcher, ABudgetBoundsTheDerivedNetwork) {
   o.budget_ms = predicted_ms(c, registration::Genotype::standard()) - 10;
   at::manual_seed(1);
   Searcher s(test::phantom_set(kGrid, 3, 2), test::phantom_info(kGrid), o, c);
-  while (!s.finished()) s.step();
+  // Uniform over the allowed candidates would expect 556 ms: α starts projected within.
+  EXPECT_LE(s.expected_forward_ms(), o.budget_ms);
+  while (!s.finished()) {
+    s.step();
+    EXPECT_LE(s.expected_forward_ms(), o.budget_ms);
+  }
   EXPECT_LE(predicted_ms(c, s.derived()), o.budget_ms);
 }
 

@@ -18,8 +18,12 @@
 //   predicted_ms    float, the expected forward time Σ softmax(α)·cost (+ fixed overhead)
 //   genotype        string, the current argmax genotype (12 names separated by spaces)
 //   validation_dice float, only on steps where the derived network was validated
-//   rollbacks       int, only on steps that followed a rollback (non-finite loss): how
-//                   many so far
+//   rollbacks       int, from the first rollback (non-finite step) on: how many so far
+//   validation_loss float, on steps that updated α: its objective on the validation pair
+//   hyper_dice_loss float, on steps that updated λ: the validation pair's soft Dice loss
+//                   after the unrolled step
+//   step_seconds    {"weights": f, "objective": f, "architecture": f}: what the step's
+//                   ω, λ and α updates took
 //
 // The summary (genotype.json):
 //   genotype        [12] strings; edges [12] strings ("F0".."F5", "D4_0".."D4_2",

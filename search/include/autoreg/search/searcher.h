@@ -13,8 +13,9 @@
 //      positive; Adam on ρ.
 //   α  every `architecture_every` steps (on the full mixed network by default, see
 //      architecture_path): the unsupervised loss (λ-weighted terms) of a
-//      validation pair plus latency_weight · E[forward ms]/reference + a penalty on
-//      E[forward ms] above the budget; first order at ω, or second order (DARTS): at ω'
+//      validation pair (plus latency_weight · E[forward ms]/reference when asked); after
+//      each update α is projected back onto E[forward ms] ≤ budget (so is the starting
+//      α); first order at ω, or second order (DARTS): at ω'
 //      minus η times the finite-difference Hessian-vector product of L_train at ω ± ε·P·v.
 //      (With a sampled ω path, ω' follows the step's sampled gradient while the product
 //      is taken on α's path, the mixed network by default: the usual approximation
@@ -87,7 +88,9 @@ struct SearchOptions {
   // same way outweighs the noisier registration loss and drives every edge to its
   // cheapest candidate. The budget below is the cost-awareness that is on by default.
   double latency_weight = 0;
-  double budget_ms = 0;             // > 0: a forward-time budget (hard for the derived genotype)
+  // > 0: a forward-time budget: candidates that cannot fit it are masked, E[forward ms]
+  // is kept within it by projection, and the derived genotype is made to fit it.
+  double budget_ms = 0;
   bool augment = true;
   double deformation_voxels = 2.0;
   uint64_t seed = 0;
@@ -193,6 +196,7 @@ class Searcher {
   std::vector<at::Tensor> move_weights(const std::vector<at::Tensor>& direction, double scale);
   void restore(const std::vector<at::Tensor>& saved);
   at::Tensor latency_loss(const at::Tensor& probabilities) const;
+  void keep_within_budget();
   void set_learning_rates();
 
   registration::TrainingSet data_;
