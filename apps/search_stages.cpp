@@ -1,0 +1,233 @@
+#include "search_stages.h"
+
+#include <ATen/Parallel.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <sstream>
+
+#include "autoreg/io/manifest.h"
+#include "autoreg/io/volume.h"
+#include "autoreg/pipeline/dataset.h"
+#include "autoreg/search/report.h"
+#include "exit_codes.h"
+#include "run_log.h"
+#include "search_outputs.h"
+#include "training_loop.h"
+
+namespace autoreg::apps {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+std::string dice_text(double v) { return std::isfinite(v) ? std::to_string(v).substr(0, 5) : "-"; }
+
+}  // namespace
+
+registration::TrainingSet load_data(SearchParams& p) {
+  const io::Manifest manifest = io::read_manifest(p.manifest);
+  if (manifest.split("val").empty()) {
+    throw io::IoError(p.manifest + ": no 'val' rows: the search chooses the architecture and the objective on "
+                      "labelled validation subjects (λ raises the Dice of their warped label maps)");
+  }
+  pipeline::DatasetOptions dataset;
+  dataset.cache_dir = p.cache;
+  dataset.max_unreadable_fraction = p.max_unreadable;
+  dataset.progress = [](const std::string& line) { std::fprintf(stderr, "preprocess: %s\n", line.c_str()); };
+  registration::TrainingSet data;
+  try {
+    data = pipeline::load_training_set(manifest, p.info, 4, dataset);
+  } catch (const std::invalid_argument& e) {
+    throw io::IoError(e.what());
+  }
+  std::fprintf(stderr, "search set: %zu training, %zu validation subjects%s; model grid %ldx%ldx%ld at %g mm\n",
+               data.train.size(), data.validation.size(), data.atlas ? ", atlas mode" : ", pairwise mode",
+               long(p.info.grid[0]), long(p.info.grid[1]), long(p.info.grid[2]), p.info.spacing[0]);
+  return data;
+}
+
+// What each candidate costs here at the model grid: given (--op-cost), measured before
+// in DIR, or measured now; kept in DIR/op_cost.json.
+search::OpCosts operation_costs(const SearchParams& p, const Paths& out) {
+  const std::string own = out.file("op_cost.json");
+  const std::string from = p.op_cost.empty() ? own : p.op_cost;
+  search::OpCosts costs;
+  if (fs::exists(from)) {
+    try {
+      costs = search::load_op_costs(from);
+    } catch (const std::runtime_error& e) {
+      throw io::IoError(e.what());
+    }
+    if (costs.grid != p.info.grid) throw io::IoError(from + ": measured at another grid than this search's");
+    if (from != own) search::save_op_costs(own, costs);
+  } else {
+    std::fprintf(stderr, "measuring the operations' forward times at %ldx%ldx%ld (%d threads)...\n",
+                 long(p.info.grid[0]), long(p.info.grid[1]), long(p.info.grid[2]), at::get_num_threads());
+    costs = search::measure_op_costs(p.info.grid, p.info.network, p.options.device, 3,
+                                     [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); });
+    search::save_op_costs(own, costs);
+  }
+  return costs;
+}
+
+void search_loop(search::Searcher& searcher, const SearchParams& p, const Paths& out, double earlier) {
+  const std::string log_path = out.file("search.log.jsonl"), checkpoint = out.file("search.ckpt");
+  std::ofstream log(log_path, p.resume ? std::ios::app : std::ios::trunc);
+  if (!log) throw io::IoError(log_path + ": cannot write the search log");
+  const double budget = p.budget_minutes * 60 * p.search_share;  // seconds; 0: by steps
+  const auto started = Clock::now();
+  const auto seconds = [&] { return earlier + since(started); };
+  const auto save = [&] {
+    searcher.notes["seconds"] = std::to_string(seconds());
+    searcher.save_checkpoint(checkpoint);
+  };
+  const int64_t first = searcher.steps_done();
+  int64_t logged = first;
+  double validation = std::nan("");
+  auto last_line = Clock::now() - std::chrono::hours(1);
+  while (budget > 0 ? seconds() < budget : !searcher.finished()) {
+    if (budget > 0) searcher.set_progress(seconds() / budget);
+    const search::SearchStep r = searcher.step();
+    if (r.step <= logged) {
+      // A rollback (non-finite step) went back to an earlier state: the log forgets the
+      // abandoned steps, as a resume would.
+      log.close();
+      cut_log_to(log_path, r.step - 1);
+      log.open(log_path, std::ios::app);
+    }
+    logged = r.step;
+    nlohmann::json line = search_log_line(searcher, r, seconds());
+    const bool last = budget > 0 ? seconds() >= budget : searcher.finished();
+    if (r.step % p.validate_every == 0 || last) {
+      validation = searcher.validate();
+      if (std::isfinite(validation)) line["validation_dice"] = validation;
+      searcher.notes["validation_dice"] = std::to_string(validation);
+    }
+    log << line.dump() << "\n" << std::flush;
+    if (r.step % p.checkpoint_every == 0 || last) save();
+    if (since(last_line) > 20 || last || r.step == first + 1) {
+      last_line = Clock::now();
+      const double per_step = since(started) / double(std::max<int64_t>(1, r.step - first));
+      const double left = budget > 0 ? budget - seconds() : per_step * double(searcher.total_steps() - r.step);
+      const auto l = searcher.objective().lambda;
+      const registration::Genotype g = searcher.derived();
+      std::fprintf(stderr,
+                   "search step %ld%s [%s] loss %.4f  val Dice %s  λ %.2f/%.2f/%.2f/%.2f/%.2f  %s  %.0f ms%s  %.2f s/step  %s left\n",
+                   long(r.step), budget > 0 ? "" : ("/" + std::to_string(searcher.total_steps())).c_str(), r.phase.c_str(),
+                   r.loss, dice_text(validation).c_str(), l[0], l[1], l[2], l[3], l[4], g.to_string().c_str(),
+                   search::predicted_ms(searcher.costs(), g),
+                   r.rollbacks ? (" rollbacks " + std::to_string(r.rollbacks)).c_str() : "", per_step,
+                   duration(std::max(0.0, left)).c_str());
+    }
+    if (last) break;
+    if (stop_requested()) {
+      save();
+      throw Interrupted("interrupted (search) at step " + std::to_string(r.step) + ": checkpoint written; continue with --resume");
+    }
+  }
+  searcher.notes["finished"] = "1";
+  save();
+}
+
+nlohmann::json export_search(search::Searcher& searcher, const SearchParams& p, const Paths& out, double default_ms) {
+  const registration::Genotype genotype = searcher.derived();
+  registration::NetworkSpec derived = p.info.network;
+  derived.genotype = genotype;
+  const double measured = measure_forward_ms(derived, p.info.grid, p.options.device, 3);
+  const double dice = std::stod(searcher.notes.count("validation_dice") ? searcher.notes["validation_dice"] : "nan");
+  nlohmann::json run = {{"seed", p.options.seed},
+                        {"mode", p.options.mode},
+                        {"order", p.options.order},
+                        {"path", p.options.path},
+                        {"arch_path", p.options.architecture_path},
+                        {"edges_searched", p.options.edges},
+                        {"budget_ms", p.options.budget_ms},
+                        {"default_forward_ms", default_ms},
+                        {"measured_forward_ms", measured},
+                        {"threads", at::get_num_threads()},
+                        {"search_seconds", std::stod(searcher.notes["seconds"])},
+                        {"validation_dice", std::isfinite(dice) ? nlohmann::json(dice) : nlohmann::json()}};
+  std::array<double, search::kEdges> start{};
+  std::istringstream entropy(searcher.notes["entropy_start"]);
+  for (double& h : start) entropy >> h;
+  const nlohmann::json summary = search_summary(searcher, p.info, run, start);
+  write_text_atomically(out.file("genotype.txt"), genotype_file_text(genotype, summary));
+  write_text_atomically(out.file("genotype.json"), summary.dump(1) + "\n");
+  write_text_atomically(out.file("report.html"),
+                        search::render_report(search::read_json_lines(out.file("search.log.jsonl")), summary));
+  std::fprintf(stderr, "derived genotype: %s\n  λ: %s\n  forward %.0f ms predicted, %.0f ms measured (budget %s)\n",
+               genotype.to_string().c_str(), searcher.objective().to_string().c_str(),
+               search::predicted_ms(searcher.costs(), genotype), measured,
+               p.options.budget_ms > 0 ? (std::to_string(long(p.options.budget_ms + 0.5)) + " ms").c_str() : "none");
+  return summary;
+}
+
+void retrain(const SearchParams& p, const Paths& out, const registration::TrainingSet& data, nlohmann::json summary) {
+  registration::ModelInfo info = p.info;
+  std::string names;
+  for (const auto& op : summary["genotype"]) names += op.get<std::string>() + " ";
+  info.network.genotype = registration::Genotype::parse(names);
+  registration::TrainOptions train;
+  train.learning_rate = p.options.weight_lr;
+  train.objective = registration::ObjectiveWeights::parse(summary["objective"].get<std::string>());
+  train.dice_weight = p.options.dice_weight;
+  train.augment = p.options.augment;
+  train.deformation_voxels = p.options.deformation_voxels;
+  train.seed = p.options.seed;
+  train.device = p.options.device;
+  const bool by_time = p.budget_given && !p.retrain_steps_given;
+  train.steps = by_time ? int64_t(1) << 50 : p.retrain_steps;
+  at::manual_seed(p.options.seed);
+  registration::Model model = registration::make_model(info);
+  registration::Trainer trainer(model, data, train);
+  TrainingLoop loop;
+  loop.log = out.file("retrain.log.jsonl");
+  loop.checkpoint = out.file("retrain.ckpt");
+  loop.steps = train.steps;
+  loop.budget_seconds = by_time ? p.budget_minutes * 60 - summary["search_seconds"].get<double>() : 0;
+  loop.checkpoint_every = 4 * p.checkpoint_every;
+  loop.validate_every = p.validate_every;
+  loop.label = "retrain step";
+  if (fs::exists(loop.checkpoint)) {
+    trainer.resume(loop.checkpoint);
+    loop.earlier_seconds = cut_log_to(loop.log, trainer.step());
+    std::fprintf(stderr, "resumed retraining from %s at step %ld\n", loop.checkpoint.c_str(), long(trainer.step()));
+  }
+  const TrainingOutcome outcome = run_training(trainer, loop);
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  auto& notes = model.info.notes;
+  notes["trained"] = date;
+  notes["manifest"] = fs::path(p.manifest).filename().string();
+  notes["found_by"] = "autoreg search (mode " + p.options.mode + ", order " + p.options.order + ", edges " +
+                      p.options.edges + ", path " + p.options.path + ", seed " + std::to_string(p.options.seed) + ")";
+  notes["objective"] = train.objective->to_string();
+  notes["search_seconds"] = std::to_string(summary["search_seconds"].get<double>());
+  notes["search_validation_dice"] = summary["validation_dice"].dump();
+  notes["forward_ms_measured"] = std::to_string(summary["measured_forward_ms"].get<double>());
+  notes["forward_budget_ms"] = std::to_string(p.options.budget_ms);
+  notes["steps"] = std::to_string(trainer.step());
+  notes["training_seconds"] = std::to_string(outcome.seconds);
+  notes["dice_weight"] = std::to_string(train.dice_weight);
+  notes["learning_rate"] = std::to_string(train.learning_rate);
+  if (std::isfinite(outcome.validation_dice)) notes["validation_dice"] = std::to_string(outcome.validation_dice);
+  registration::save_model(out.file("model.autoreg"), model);
+  summary["retrain_steps"] = trainer.step();
+  summary["retrain_seconds"] = outcome.seconds;
+  summary["retrain_validation_dice"] =
+      std::isfinite(outcome.validation_dice) ? nlohmann::json(outcome.validation_dice) : nlohmann::json();
+  write_text_atomically(out.file("genotype.json"), summary.dump(1) + "\n");
+  write_text_atomically(out.file("report.html"),
+                        search::render_report(search::read_json_lines(out.file("search.log.jsonl")), summary));
+  std::fprintf(stderr, "wrote %s (retrained %ld steps; validation Dice %s)\n", out.file("model.autoreg").c_str(),
+               long(trainer.step()), dice_text(outcome.validation_dice).c_str());
+}
+
+}  // namespace autoreg::apps
