@@ -125,6 +125,7 @@ int run_search(int argc, char** argv) {
   TCLAP::ValueArg<int64_t> objective_every("", "objective-every", "update λ every k-th step (default 6)", false, 6, "K", cmd);
   TCLAP::ValueArg<double> warmup("", "warmup", "share of the search in which only the weights move (default 0.2)", false, 0.2, "F", cmd);
   TCLAP::ValueArg<double> lr("", "lr", "Adam learning rate of the weights, search and retraining (default 1e-3)", false, 1e-3, "R", cmd);
+  TCLAP::ValueArg<double> max_gradient_norm("", "max-gradient-norm", "clip the weights' gradient to this norm (default 5, as DARTS; 0: no clipping)", false, 5, "N", cmd);
   TCLAP::ValueArg<double> arch_lr("", "arch-lr", "Adam learning rate of α (default 2e-2)", false, 2e-2, "R", cmd);
   TCLAP::ValueArg<double> objective_lr("", "objective-lr", "Adam learning rate of log λ (default 3e-2)", false, 3e-2, "R", cmd);
   TCLAP::ValueArg<double> dice_weight("", "dice-weight", "weight of soft Dice on training label maps (default 1; 0 = unsupervised)", false, 1.0, "W", cmd);
@@ -187,6 +188,8 @@ int run_search(int argc, char** argv) {
   o.objective_every = objective_every.getValue();
   o.warmup_fraction = warmup.getValue();
   o.weight_lr = lr.getValue();
+  if (max_gradient_norm.getValue() < 0) throw UsageError("--max-gradient-norm must be >= 0");
+  o.max_gradient_norm = max_gradient_norm.getValue();
   o.architecture_lr = arch_lr.getValue();
   o.objective_lr = objective_lr.getValue();
   o.dice_weight = dice_weight.getValue();

@@ -57,6 +57,7 @@ nlohmann::json search_log_line(const search::Searcher& s, const search::SearchSt
   if (r.architecture_updated) j["validation_loss"] = r.validation_loss;
   if (r.objective_updated) j["hyper_dice_loss"] = r.hyper_dice;
   if (r.rollbacks > 0) j["rollbacks"] = r.rollbacks;
+  j["gradient_norm"] = r.gradient_norm;
   j["step_seconds"] = {{"weights", r.seconds_weights}, {"objective", r.seconds_objective},
                        {"architecture", r.seconds_architecture}};
   return j;

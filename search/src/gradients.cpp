@@ -120,8 +120,19 @@ double Searcher::train_gradient(const TrainingPair& train, const at::Tensor& lam
   const double loss = p.total.item<double>();
   if (!std::isfinite(loss)) throw NonFinite("non-finite training loss");
   p.total.backward();
+  std::vector<at::Tensor> g;
   for (const auto& w : supernet_->weights()) {
     if (!finite(w.grad())) throw NonFinite("non-finite weight gradient");
+    g.push_back(w.grad());
+  }
+  // Clipped as DARTS does: a path of rarely trained candidates can give one huge
+  // gradient, and the flow heads, shared by every path, would carry it to all of them.
+  r.gradient_norm = norm(g);
+  if (options_.max_gradient_norm > 0 && r.gradient_norm > options_.max_gradient_norm) {
+    c10::AutoGradMode no_grad(false);
+    for (auto& t : g) {
+      if (t.defined()) t.mul_(options_.max_gradient_norm / r.gradient_norm);
+    }
   }
   for (int i = 0; i < kObjectiveTerms; ++i) r.terms[i] = p.terms[i].item<double>();
   return loss;

@@ -43,6 +43,7 @@ std::vector<std::pair<std::string, std::string>> Searcher::fingerprint() const {
           {"arch-every", std::to_string(o.architecture_every)},
           {"objective-every", std::to_string(o.objective_every)},
           {"lr", text(o.weight_lr)},
+          {"max-gradient-norm", text(o.max_gradient_norm)},
           {"arch-lr", text(o.architecture_lr)},
           {"objective-lr", text(o.objective_lr)},
           {"warmup", text(o.warmup_fraction)},

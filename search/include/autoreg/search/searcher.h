@@ -75,6 +75,7 @@ struct SearchOptions {
   int64_t architecture_every = 3;   // α updated every k-th step
   int64_t objective_every = 6;      // λ updated every k-th step
   double weight_lr = 1e-3;          // Adam on ω (train's recipe)
+  double max_gradient_norm = 5;     // ω's gradient clipped to this norm (DARTS); 0: not clipped
   double architecture_lr = 2e-2;    // Adam on α
   double objective_lr = 3e-2;       // Adam on ρ = log λ
   double tau_max = 10, tau_min = 0.1;  // GDAS temperature, linear over the search steps
@@ -115,6 +116,7 @@ struct SearchStep {
   double validation_loss = 0;       // α's objective without latency (when updated)
   double hyper_dice = 0;            // the validation pair's soft Dice loss at ω' (when λ updated)
   int64_t rollbacks = 0;            // so far
+  double gradient_norm = 0;         // of ω's gradient, before clipping
   // Seconds spent on ω's gradient and update, λ's update and α's update in this step.
   double seconds_weights = 0, seconds_objective = 0, seconds_architecture = 0;
 };
