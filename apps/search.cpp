@@ -116,7 +116,7 @@ int run_search(int argc, char** argv) {
   TCLAP::ValueArg<std::string> mode("", "mode", "joint (default: ω, α and λ in one loop) or sequential (α, then λ on the derived architecture)", false, "joint", &mode_allowed, cmd);
   TCLAP::ValueArg<std::string> order("", "order", "α's gradient: first (default) or second order (finite-difference Hessian-vector product)", false, "first", &order_allowed, cmd);
   TCLAP::ValueArg<std::string> edges("", "edges", "searched edges: all (default, 12) or deformation (the 6 D-cell edges)", false, "all", &edges_allowed, cmd);
-  TCLAP::ValueArg<std::string> path("", "path", "sampled (default, GDAS: one candidate per edge and step) or mixed (DARTS: all candidates; small grids only)", false, "sampled", &path_allowed, cmd);
+  TCLAP::ValueArg<std::string> path("", "path", "the weights' path: mixed (default, DARTS: every allowed candidate, ~7x a network's step) or sampled (GDAS: one candidate per edge and step; did not train on OASIS-TRT, see the README)", false, "mixed", &path_allowed, cmd);
   TCLAP::ValueArg<std::string> arch_path("", "arch-path", "α's gradient: mixed (default, DARTS: every allowed candidate) or sampled (GDAS straight-through on the step's path)", false, "mixed", &path_allowed, cmd);
   TCLAP::ValueArg<double> max_forward("", "max-forward-ms", "forward-time budget of the derived network at the model grid on this machine (default: the default network's; 0: none)", false, 0, "X", cmd);
   TCLAP::ValueArg<double> latency_weight("", "latency-weight", "weight of the expected forward time (÷ the default network's) in α's objective, always on (default 0: only the budget counts)", false, 0, "W", cmd);
@@ -124,6 +124,7 @@ int run_search(int argc, char** argv) {
   TCLAP::ValueArg<int64_t> arch_every("", "arch-every", "update α every k-th step (default 3)", false, 3, "K", cmd);
   TCLAP::ValueArg<int64_t> objective_every("", "objective-every", "update λ every k-th step (default 6)", false, 6, "K", cmd);
   TCLAP::ValueArg<double> warmup("", "warmup", "share of the search in which only the weights move (default 0.2)", false, 0.2, "F", cmd);
+  TCLAP::ValueArg<double> base_logit("", "base-logit", "starting α logit of the default genotype's operation on every searched edge (default 3: a probability of 0.74 against 0.04 for each other candidate; 0: all equally likely)", false, 3, "L", cmd);
   TCLAP::ValueArg<double> lr("", "lr", "Adam learning rate of the weights, search and retraining (default 1e-3)", false, 1e-3, "R", cmd);
   TCLAP::ValueArg<double> max_gradient_norm("", "max-gradient-norm", "clip the weights' gradient to this norm (default 5, as DARTS; 0: no clipping)", false, 5, "N", cmd);
   TCLAP::ValueArg<double> arch_lr("", "arch-lr", "Adam learning rate of α (default 2e-2)", false, 2e-2, "R", cmd);
@@ -187,6 +188,7 @@ int run_search(int argc, char** argv) {
   o.update_crop = update_crop.getValue();
   o.objective_every = objective_every.getValue();
   o.warmup_fraction = warmup.getValue();
+  o.base_logit = base_logit.getValue();
   o.weight_lr = lr.getValue();
   if (max_gradient_norm.getValue() < 0) throw UsageError("--max-gradient-norm must be >= 0");
   o.max_gradient_norm = max_gradient_norm.getValue();

@@ -36,14 +36,16 @@ FastConv3dImpl::FastConv3dImpl(int64_t in, int64_t out, int64_t kernel, int64_t 
   torch::nn::init::zeros_(bias);
 }
 
-at::Tensor FastConv3dImpl::forward(const at::Tensor& input) {
+at::Tensor fast_conv3d(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias, int64_t stride,
+                       int64_t padding, int64_t dilation, int64_t groups) {
   if (!(input.is_cpu() && input.scalar_type() == at::kFloat && at::hasMKLDNN())) {
-    return torch::nn::Conv3dImpl::forward(input);
+    return at::conv3d(input, weight, bias, {stride, stride, stride}, {padding, padding, padding},
+                      {dilation, dilation, dilation}, groups);
   }
-  const auto conv = [this](const at::Tensor& x) {
-    return at::mkldnn_convolution(x.contiguous(at::MemoryFormat::ChannelsLast3d), weight, bias,
-                                  {padding_, padding_, padding_}, {stride_, stride_, stride_},
-                                  {dilation_, dilation_, dilation_}, groups_);
+  const auto conv = [&](const at::Tensor& x) {
+    return at::mkldnn_convolution(x.contiguous(at::MemoryFormat::ChannelsLast3d), weight.contiguous(), bias,
+                                  {padding, padding, padding}, {stride, stride, stride},
+                                  {dilation, dilation, dilation}, groups);
   };
   // The backward pass goes through torch's dispatch, which picks the slow native kernel
   // for one small volume (N = 1 and C·D·H ≤ 20480, kernels ≤ 3, no groups); for two it
@@ -51,11 +53,15 @@ at::Tensor FastConv3dImpl::forward(const at::Tensor& input) {
   // a copy whose output is dropped (its gradient is zero): twice the fast work instead
   // of the slow kernel's eight to ten times.
   const bool slow_backward = input.requires_grad() || weight.requires_grad();
-  if (slow_backward && c10::GradMode::is_enabled() && input.size(0) == 1 && groups_ == 1 &&
+  if (slow_backward && c10::GradMode::is_enabled() && input.size(0) == 1 && groups == 1 &&
       weight.size(-1) <= 3 && input.size(1) * input.size(2) * input.size(3) <= 20480) {
     return conv(at::cat({input, input}, 0)).narrow(0, 0, 1);
   }
   return conv(input);
+}
+
+at::Tensor FastConv3dImpl::forward(const at::Tensor& input) {
+  return fast_conv3d(input, weight, bias, stride_, padding_, dilation_, groups_);
 }
 
 FastConv3d make_flow_head(int64_t in) {

@@ -47,6 +47,7 @@ std::vector<std::pair<std::string, std::string>> Searcher::fingerprint() const {
           {"arch-lr", text(o.architecture_lr)},
           {"objective-lr", text(o.objective_lr)},
           {"warmup", text(o.warmup_fraction)},
+          {"base-logit", text(o.base_logit)},
           {"dice-weight", text(o.dice_weight)},
           {"initial-objective", o.initial_objective.to_string()},
           {"terms", terms},

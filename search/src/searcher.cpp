@@ -95,6 +95,12 @@ Searcher::Searcher(registration::TrainingSet data, const registration::ModelInfo
       torch::optim::AdamOptions(o.architecture_lr).betas({0.5, 0.999}).weight_decay(1e-3));
   objective_adam_ = std::make_unique<torch::optim::Adam>(std::vector<at::Tensor>{rho_},
                                                          torch::optim::AdamOptions(o.objective_lr));
+  if (o.base_logit != 0) {
+    c10::AutoGradMode no_grad(false);
+    for (int e = 0; e < kEdges; ++e) {
+      if (supernet_->searched()[e]) supernet_->alpha()[e][operation_index(info_.network.genotype.edges[e])] = o.base_logit;
+    }
+  }
   // Sampling starts within the budget too (uniform over the allowed candidates may not be).
   keep_within_budget();
   // α's entropy before any update (the report's "start"), kept with the checkpoints.
@@ -153,7 +159,19 @@ double Searcher::expected_forward_ms() const { return expected_ms(costs_, probab
 int64_t Searcher::validation_pair_count() const { return int64_t(registration::validation_pairs(data_).size()); }
 
 double Searcher::validate() {
-  supernet_->use_fixed(derived());
+  // The network being trained: during a warm-up on the base path that path (α's argmax
+  // is no trained network yet), on the mixed path the mixed supernet (the derived network
+  // alone, one candidate per edge, is another function until it is retrained), else the
+  // derived network.
+  if (fixed_genotype_) {
+    supernet_->use_fixed(*fixed_genotype_);
+  } else if (warming_up_) {
+    supernet_->use_fixed(info_.network.genotype);
+  } else if (options_.path == "mixed") {
+    supernet_->use_mixed(false);
+  } else {
+    supernet_->use_fixed(derived());
+  }
   return registration::validation_dice(supernet_->network(), data_, options_.seed, device_);
 }
 
@@ -186,6 +204,8 @@ void Searcher::keep_within_budget() {
 void Searcher::prepare_path(bool alpha_grad) {
   if (fixed_genotype_) {
     supernet_->use_fixed(*fixed_genotype_);
+  } else if (warming_up_) {
+    supernet_->use_fixed(info_.network.genotype);
   } else if (options_.path == "mixed" || (alpha_grad && options_.architecture_path == "mixed")) {
     supernet_->use_mixed(alpha_grad);
   } else {
@@ -265,7 +285,8 @@ SearchStep Searcher::try_step() {
   auto t0 = clock();
 
   // The step's path (drawn once, used by its three updates) and pairs.
-  if (!fixed_genotype_ && options_.path == "sampled") supernet_->use_sampled(options_.tau_max, false);
+  warming_up_ = r.phase == "warmup" && options_.warmup_on_base;
+  if (!fixed_genotype_ && !warming_up_ && options_.path == "sampled") supernet_->use_sampled(options_.tau_max, false);
   registration::DrawOptions draw;
   draw.augment = options_.augment;
   draw.deformation_voxels = options_.deformation_voxels;

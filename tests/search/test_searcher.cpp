@@ -264,6 +264,7 @@ TEST_F(SecondOrder, ArchitectureGradientIsTheUnrolledGradientMinusTheHessianTerm
 // A short sampled search on float32 phantoms.
 SearchOptions short_search() {
   SearchOptions o;
+  o.path = "sampled";
   o.steps = 6;
   o.warmup_fraction = 0.2;
   o.architecture_every = 1;

@@ -28,18 +28,23 @@ std::shared_ptr<registration::AutoRegNet> plain_copy(Supernet& s, const Genotype
   auto net = std::make_shared<registration::AutoRegNet>(plain);
   std::map<std::string, at::Tensor> theirs;
   for (const auto& p : s.network_ptr()->named_parameters()) theirs[p.key()] = p.value();
-  const auto layout = registration::edge_layout(spec.matching_cost);
+  // A searched edge's candidate carries slices of the edge's shared kernels.
+  for (const auto& m : s.network_ptr()->named_modules()) {
+    const auto edge = std::dynamic_pointer_cast<MixedEdgeImpl>(m.value());
+    if (!edge) continue;
+    const auto layout = registration::edge_layout(spec.matching_cost);
+    for (int e = 0; e < kEdges; ++e) {
+      if (m.key() != layout[e].name) continue;
+      for (const auto& [name, value] : edge->plain_weights(operation_index(genotype.edges[e]))) {
+        theirs[m.key() + "." + name] = value.detach();
+      }
+    }
+  }
   c10::AutoGradMode no_grad(false);
   for (const auto& p : net->named_parameters()) {
-    std::string name = p.key();
-    // "D4_1.0.weight" in the plain network is "D4_1.<op>.0.weight" in a searched edge.
-    for (int e = 0; e < kEdges; ++e) {
-      const std::string prefix = std::string(layout[e].name) + ".";
-      if (s.searched()[e] && name.rfind(prefix, 0) == 0) name = prefix + genotype.edges[e] + "." + name.substr(prefix.size());
-    }
-    EXPECT_TRUE(theirs.count(name)) << name;
-    if (!theirs.count(name)) continue;
-    p.value().copy_(theirs[name]);
+    EXPECT_TRUE(theirs.count(p.key())) << p.key();
+    if (!theirs.count(p.key())) continue;
+    p.value().copy_(theirs[p.key()]);
   }
   return net;
 }
@@ -56,7 +61,7 @@ TEST(MixedEdge, OneHotWeightsGiveThePlainOperation) {
     at::Tensor alpha = at::full({kEdges, kCandidates}, -1e9);
     alpha[7][k] = 0;
     state->weights = at::softmax(alpha, 1);
-    const at::Tensor expected = edge->candidate(k)->forward(x);
+    const at::Tensor expected = edge->candidate(k, x);
     EXPECT_TRUE(at::equal(edge->forward(x), expected)) << kOperations[k];
     state->mode = PathMode::Fixed;
     state->chosen[7] = k;

@@ -34,6 +34,12 @@ bool is_operation(const std::string& name);
 // N·C·D·H ≤ 20480 to a native kernel 10× slower (its heuristic is tuned for 2-D), and
 // channels-last runs 1.2–1.6× faster forward and backward on the 2-core machine.
 // Elsewhere (CUDA) it is torch's Conv3d.
+// The convolution FastConv3d runs (stride, padding and dilation the same on every axis):
+// oneDNN on channels-last activations on the CPU, torch's conv3d elsewhere. For
+// modules whose weights are computed (the search's shared kernels).
+at::Tensor fast_conv3d(const at::Tensor& input, const at::Tensor& weight, const at::Tensor& bias, int64_t stride,
+                       int64_t padding, int64_t dilation, int64_t groups = 1);
+
 class FastConv3dImpl : public torch::nn::Conv3dImpl {
  public:
   FastConv3dImpl(int64_t in, int64_t out, int64_t kernel, int64_t stride = 1, int64_t dilation = 1,

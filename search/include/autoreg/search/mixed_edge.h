@@ -1,13 +1,31 @@
-// One searched edge of the supernet (supernet.h): the 8 candidate operations, registered
-// under their names (e.g. "conv_3x3"), run as the shared PathState says.
+// One searched edge of the supernet (supernet.h): the 8 candidate operations, run as the
+// shared PathState says, with entangled weights (Single-Path NAS's superkernel,
+// Stamoulis et al. 2019; OFA's elastic kernel, Cai et al. 2020): one 7³ dense kernel of
+// which conv_1x1/3x3/5x5 are the centre 1³/3³/5³ at dilation 1 and dil_conv_3x3/5x5/7x7
+// the centre 3³/5³/7³ at dilation 2, and one 5³ depthwise kernel (centre 3³ for
+// sep_conv_3x3) with one pointwise kernel for the two separable candidates.
+//
+// Why not 8 independent operations: a sampled path (GDAS) then puts, on each of the 12
+// edges, one of 8 unrelated functions, and the network downstream — the flow heads
+// above all, which start at almost zero — gets features that change meaning every step.
+// Measured on OASIS-TRT at 40×40×48 (4 mm), 600 steps of ω alone: the default network's
+// NCC loss fell 0.69 → 0.55 and its validation Dice rose, the sampled supernet of
+// independent operations stayed at 0.70 with a field under half a voxel (validation
+// Dice exactly the identity's). Shared kernels make every path a variation of one
+// function, as the networks of a one-shot supernet are meant to be.
+//
+// Each candidate's slice is scaled by √(27 / its kernel's volume) (the dense and the
+// depthwise kernels are initialised for a 3³ fan-in), so that every candidate starts
+// with the activation scale of its own He initialisation.
 #pragma once
 
+#include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
-#include <torch/nn/modules/container/sequential.h>
 #include <torch/nn/pimpl.h>
 
+#include <map>
 #include <memory>
-#include <vector>
+#include <string>
 
 #include "autoreg/registration/autoreg_net.h"
 #include "autoreg/search/supernet.h"
@@ -18,13 +36,19 @@ class MixedEdgeImpl : public torch::nn::Module {
  public:
   MixedEdgeImpl(int index, const registration::EdgeLayout& layout, std::shared_ptr<const PathState> state);
   at::Tensor forward(const at::Tensor& x);
-  // Candidate k (a plain edge: operation + LeakyReLU).
-  torch::nn::Sequential& candidate(int k) { return candidates_[k]; }
+  // Candidate k alone (operation + LeakyReLU) with the shared weights.
+  at::Tensor candidate(int k, const at::Tensor& x) const;
+  // Candidate k's weights under the names a plain edge (registration::make_edge) gives
+  // them: "0.weight", "0.bias" (and "1.weight", "1.bias" for a separable one).
+  std::map<std::string, at::Tensor> plain_weights(int k) const;
 
  private:
   int index_;
+  int64_t stride_;
   std::shared_ptr<const PathState> state_;
-  std::vector<torch::nn::Sequential> candidates_;
+  at::Tensor dense_weight_, dense_bias_;          // out × in × 7³, out
+  at::Tensor depthwise_weight_, depthwise_bias_;  // in × 1 × 5³, in
+  at::Tensor pointwise_weight_, pointwise_bias_;  // out × in × 1³, out
 };
 TORCH_MODULE(MixedEdge);
 

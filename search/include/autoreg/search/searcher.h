@@ -60,9 +60,22 @@ namespace autoreg::search {
 struct SearchOptions {
   int64_t steps = 1000;             // search steps, warm-up included
   double warmup_fraction = 0.2;     // first steps in which only ω moves
+  // The warm-up trains the base genotype's path (its shared kernels' centres: every
+  // candidate inherits them, mixed_edge.h) instead of sampled paths, which from random
+  // weights train nothing (a sampled supernet's field shrank to zero on OASIS-TRT).
+  bool warmup_on_base = true;
+  // α's starting logit of the base genotype's candidate on each searched edge (the others
+  // 0): > 0 makes sampled paths variations of the warmed-up base network.
+  double base_logit = 3;
   std::string mode = "joint";       // joint | sequential
   std::string order = "first";      // first | second (α's gradient)
-  std::string path = "sampled";     // ω's path: sampled (GDAS) | mixed (DARTS)
+  // ω's path: mixed (DARTS: every allowed candidate, weighted by softmax(α)) or sampled
+  // (GDAS: one candidate per edge and step, about one network's cost). Mixed by default:
+  // on OASIS-TRT a sampled supernet did not train (README, "Search": its NCC loss stayed
+  // where it started, or, warmed up on the base path, rose back within 50 steps and the
+  // base network's validation Dice fell to 0.14), the mixed one went on learning as the
+  // default network does, at ~7× its step time.
+  std::string path = "mixed";
   // α's gradient: "mixed" (DARTS: every allowed candidate runs, so each gets its own
   // ∂L/∂w_k and the softmax compares them) or "sampled" (GDAS: the step's path, straight
   // through; one candidate per edge, far less signal per update).
@@ -186,6 +199,7 @@ class Searcher {
   void load_state(const registration::Archive& a, const std::string& path);
   std::vector<std::pair<std::string, std::string>> fingerprint() const;
   void prepare_path(bool alpha_grad);
+  bool warming_up_ = false;         // this step trains the base path (warmup_on_base)
   Pass run(const registration::TrainingPair& pair, const at::Tensor& lambda, bool with_dice);
   std::vector<at::Tensor> precondition(const std::vector<at::Tensor>& direction) const;
   std::vector<at::Tensor> step_direction() const;
