@@ -26,7 +26,6 @@ using detail::finite;
 using detail::grads;
 using detail::NonFinite;
 
-
 Searcher::Searcher(registration::TrainingSet data, const registration::ModelInfo& info, SearchOptions options,
                    OpCosts costs)
     : data_(std::move(data)),
@@ -159,18 +158,13 @@ double Searcher::expected_forward_ms() const { return expected_ms(costs_, probab
 int64_t Searcher::validation_pair_count() const { return int64_t(registration::validation_pairs(data_).size()); }
 
 double Searcher::validate() {
-  // The network being trained: during a warm-up on the base path that path (α's argmax
-  // is no trained network yet), on the mixed path the mixed supernet (the derived network
-  // alone, one candidate per edge, is another function until it is retrained), else the
-  // derived network.
-  if (fixed_genotype_) {
-    supernet_->use_fixed(*fixed_genotype_);
-  } else if (warming_up_) {
-    supernet_->use_fixed(info_.network.genotype);
-  } else if (options_.path == "mixed") {
-    supernet_->use_mixed(false);
-  } else {
+  // The network being trained (prepare_path: the base path in a warm-up on it, the mixed
+  // supernet on the mixed path: the derived network alone is another function until it is
+  // retrained), except on sampled paths, where it is the derived network.
+  if (options_.path == "sampled" && !fixed_genotype_ && !warming_up_) {
     supernet_->use_fixed(derived());
+  } else {
+    prepare_path(false);
   }
   return registration::validation_dice(supernet_->network(), data_, options_.seed, device_);
 }
@@ -216,10 +210,6 @@ void Searcher::prepare_path(bool alpha_grad) {
   }
 }
 
-
-
-
-
 SearchStep Searcher::step() {
   while (true) {
     try {
@@ -259,14 +249,6 @@ void Searcher::set_learning_rates() {
   set(*architecture_adam_, options_.architecture_lr);
   set(*objective_adam_, options_.objective_lr);
 }
-
-
-
-
-
-
-
-
 
 SearchStep Searcher::try_step() {
   const int64_t t = step_;

@@ -61,7 +61,11 @@ TEST(MixedEdge, OneHotWeightsGiveThePlainOperation) {
     at::Tensor alpha = at::full({kEdges, kCandidates}, -1e9);
     alpha[7][k] = 0;
     state->weights = at::softmax(alpha, 1);
-    const at::Tensor expected = edge->candidate(k, x);
+    // A plain edge (registration::make_edge) carrying the candidate's slices.
+    auto plain = registration::make_edge(kOperations[k], layout.in, layout.out, layout.stride);
+    const auto slices = edge->plain_weights(k);
+    for (const auto& p : plain->named_parameters()) p.value().copy_(slices.at(p.key()));
+    const at::Tensor expected = plain->forward(x);
     EXPECT_TRUE(at::equal(edge->forward(x), expected)) << kOperations[k];
     state->mode = PathMode::Fixed;
     state->chosen[7] = k;

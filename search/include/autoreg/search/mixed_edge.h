@@ -5,18 +5,13 @@
 // the centre 3³/5³/7³ at dilation 2, and one 5³ depthwise kernel (centre 3³ for
 // sep_conv_3x3) with one pointwise kernel for the two separable candidates.
 //
-// Why not 8 independent operations: a sampled path (GDAS) then puts, on each of the 12
-// edges, one of 8 unrelated functions, and the network downstream — the flow heads
-// above all, which start at almost zero — gets features that change meaning every step.
-// Measured on OASIS-TRT at 40×40×48 (4 mm), 600 steps of ω alone: the default network's
-// NCC loss fell 0.69 → 0.55 and its validation Dice rose, the sampled supernet of
-// independent operations stayed at 0.70 with a field under half a voxel (validation
-// Dice exactly the identity's). Shared kernels make every path a variation of one
-// function, as the networks of a one-shot supernet are meant to be.
+// The shells outside each kernel's centre 3³ start at zero, so every candidate starts as
+// the 3³ one and inherits what the warm-up on the default path (all 3³) trained.
 //
-// Each candidate's slice is scaled by √(27 / its kernel's volume) (the dense and the
-// depthwise kernels are initialised for a 3³ fan-in), so that every candidate starts
-// with the activation scale of its own He initialisation.
+// Measured on OASIS-TRT at 40×40×48 (4 mm), 600 steps of ω alone: the default network's
+// NCC loss fell 0.69 → 0.54; a supernet trained on sampled paths stayed at 0.70 with
+// independent candidates and with shared ones alike (README, "Search"); with shared
+// kernels, the default-path warm-up and the mixed path it kept falling (0.575 → 0.562).
 #pragma once
 
 #include <ATen/core/Tensor.h>
