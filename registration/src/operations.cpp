@@ -6,7 +6,10 @@
 #include <torch/nn/init.h>
 #include <torch/nn/modules/activation.h>
 
+#include <iterator>
 #include <stdexcept>
+
+#include "autoreg/registration/operation_shape.h"
 
 namespace autoreg::registration {
 namespace {
@@ -78,22 +81,28 @@ bool is_operation(const std::string& name) {
   return false;
 }
 
+OperationShape operation_shape(const std::string& name) {
+  // kOperations order.
+  constexpr OperationShape kShapes[] = {{false, 1, 1}, {false, 3, 1}, {false, 5, 1}, {true, 3, 1},
+                                        {true, 5, 1},  {false, 3, 2}, {false, 5, 2}, {false, 7, 2}};
+  static_assert(std::size(kShapes) == kOperations.size());
+  std::string known;
+  for (size_t k = 0; k < kOperations.size(); ++k) {
+    if (name == kOperations[k]) return kShapes[k];
+    known += std::string(known.empty() ? "" : ", ") + kOperations[k];
+  }
+  throw std::invalid_argument("unknown operation '" + name + "' (known: " + known + ")");
+}
+
 torch::nn::Sequential make_edge(const std::string& name, int64_t in, int64_t out, int64_t stride) {
   if (stride != 1 && stride != 2) throw std::invalid_argument("make_edge: stride must be 1 or 2");
+  const OperationShape shape = operation_shape(name);
   torch::nn::Sequential edge;
-  if (name == "conv_1x1") {
-    edge->push_back(conv(in, out, 1, stride, 1));
-  } else if (name == "conv_3x3" || name == "conv_5x5") {
-    edge->push_back(conv(in, out, name == "conv_3x3" ? 3 : 5, stride, 1));
-  } else if (name == "sep_conv_3x3" || name == "sep_conv_5x5") {
-    edge->push_back(conv(in, in, name == "sep_conv_3x3" ? 3 : 5, stride, 1, /*groups=*/in));
+  if (shape.separable) {
+    edge->push_back(conv(in, in, shape.kernel, stride, shape.dilation, /*groups=*/in));
     edge->push_back(conv(in, out, 1, 1, 1));
-  } else if (name == "dil_conv_3x3" || name == "dil_conv_5x5" || name == "dil_conv_7x7") {
-    edge->push_back(conv(in, out, name[9] - '0', stride, 2));
   } else {
-    std::string known;
-    for (const char* op : kOperations) known += std::string(known.empty() ? "" : ", ") + op;
-    throw std::invalid_argument("unknown operation '" + name + "' (known: " + known + ")");
+    edge->push_back(conv(in, out, shape.kernel, stride, shape.dilation));
   }
   edge->push_back(torch::nn::LeakyReLU(torch::nn::LeakyReLUOptions().negative_slope(0.2)));
   return edge;

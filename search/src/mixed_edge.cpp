@@ -7,22 +7,18 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "autoreg/registration/operation_shape.h"
 #include "autoreg/registration/operations.h"
 
 namespace autoreg::search {
 namespace {
 
-enum class Family { Dense, Separable };
+using registration::OperationShape;
 
-struct Candidate {
-  Family family;
-  int64_t kernel, dilation;
-};
-
-// kOperations order.
-constexpr Candidate kCandidateShapes[kCandidates] = {
-    {Family::Dense, 1, 1},     {Family::Dense, 3, 1},     {Family::Dense, 5, 1},     {Family::Separable, 3, 1},
-    {Family::Separable, 5, 1}, {Family::Dense, 3, 2},     {Family::Dense, 5, 2},     {Family::Dense, 7, 2}};
+OperationShape shape_of(int k) {
+  if (k < 0 || k >= kCandidates) throw std::out_of_range("candidate index out of range");
+  return registration::operation_shape(registration::kOperations[k]);
+}
 
 // The centre k³ of a cubic kernel.
 at::Tensor centre(const at::Tensor& kernel, int64_t k) {
@@ -57,9 +53,8 @@ MixedEdgeImpl::MixedEdgeImpl(int index, const registration::EdgeLayout& layout,
 }
 
 std::map<std::string, at::Tensor> MixedEdgeImpl::plain_weights(int k) const {
-  if (k < 0 || k >= kCandidates) throw std::out_of_range("candidate index out of range");
-  const Candidate& c = kCandidateShapes[k];
-  if (c.family == Family::Dense) return {{"0.weight", centre(dense_weight_, c.kernel)}, {"0.bias", dense_bias_}};
+  const OperationShape c = shape_of(k);
+  if (!c.separable) return {{"0.weight", centre(dense_weight_, c.kernel)}, {"0.bias", dense_bias_}};
   return {{"0.weight", centre(depthwise_weight_, c.kernel)},
           {"0.bias", depthwise_bias_},
           {"1.weight", pointwise_weight_},
@@ -67,11 +62,10 @@ std::map<std::string, at::Tensor> MixedEdgeImpl::plain_weights(int k) const {
 }
 
 at::Tensor MixedEdgeImpl::candidate(int k, const at::Tensor& x) const {
-  if (k < 0 || k >= kCandidates) throw std::out_of_range("candidate index out of range");
-  const Candidate& c = kCandidateShapes[k];
+  const OperationShape c = shape_of(k);
   const int64_t padding = c.dilation * (c.kernel - 1) / 2;
   at::Tensor y;
-  if (c.family == Family::Dense) {
+  if (!c.separable) {
     y = registration::fast_conv3d(x, centre(dense_weight_, c.kernel), dense_bias_, stride_, padding, c.dilation);
   } else {
     y = registration::fast_conv3d(x, centre(depthwise_weight_, c.kernel), depthwise_bias_, stride_, padding, 1,
