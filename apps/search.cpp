@@ -14,6 +14,7 @@
 #include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -28,6 +29,7 @@
 #include "autoreg/io/manifest.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/pipeline/dataset.h"
+#include "autoreg/registration/genotype.h"
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/train.h"
 #include "autoreg/search/op_cost.h"
@@ -109,18 +111,20 @@ int run_search(int argc, char** argv) {
   TCLAP::ValueArg<int64_t> retrain_steps("", "retrain-steps", "retraining steps of the derived network (default 1000, or the rest of --budget-minutes; 0: no retraining, no model)", false, 1000, "N", cmd);
   TCLAP::ValueArg<std::string> grid("", "grid", "model grid DxHxW at --spacing (default: the reference's foreground box + 8 mm)", false, "", "DxHxW", cmd);
   TCLAP::ValueArg<double> spacing("", "spacing", "model grid spacing in mm (default 2)", false, 2.0, "MM", cmd);
-  std::vector<std::string> modes = {"joint", "sequential"}, orders = {"first", "second"}, edge_sets = {"all", "deformation"},
+  std::vector<std::string> modes = {"joint", "sequential"}, orders = {"first", "second"}, edge_sets = {"all", "deformation", "none"},
                            paths = {"sampled", "mixed"}, devices = {"cpu", "cuda"};
   TCLAP::ValuesConstraint<std::string> mode_allowed(modes), order_allowed(orders), edges_allowed(edge_sets),
       path_allowed(paths), device_allowed(devices);
   TCLAP::ValueArg<std::string> mode("", "mode", "joint (default: ω, α and λ in one loop) or sequential (α, then λ on the derived architecture)", false, "joint", &mode_allowed, cmd);
   TCLAP::ValueArg<std::string> order("", "order", "α's gradient: first (default) or second order (finite-difference Hessian-vector product)", false, "first", &order_allowed, cmd);
-  TCLAP::ValueArg<std::string> edges("", "edges", "searched edges: all (default, 12) or deformation (the 6 D-cell edges)", false, "all", &edges_allowed, cmd);
+  TCLAP::ValueArg<std::string> edges("", "edges", "searched edges: all (default, 12), deformation (the 6 D-cell edges) or none (only λ, on --genotype)", false, "all", &edges_allowed, cmd);
+  TCLAP::ValueArg<std::string> genotype("", "genotype", "the base genotype: the operations of edges that are not searched, and α's starting point with --base-logit (default: the default network's)", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> path("", "path", "the weights' path: mixed (default, DARTS: every allowed candidate, ~7x a network's step) or sampled (GDAS: one candidate per edge and step; did not train on OASIS-TRT, see the README)", false, "mixed", &path_allowed, cmd);
   TCLAP::ValueArg<std::string> arch_path("", "arch-path", "α's gradient: mixed (default, DARTS: every allowed candidate) or sampled (GDAS straight-through on the step's path)", false, "mixed", &path_allowed, cmd);
   TCLAP::ValueArg<double> max_forward("", "max-forward-ms", "forward-time budget of the derived network at the model grid on this machine (default: the default network's; 0: none)", false, 0, "X", cmd);
   TCLAP::ValueArg<double> latency_weight("", "latency-weight", "weight of the expected forward time (÷ the default network's) in α's objective, always on (default 0: only the budget counts)", false, 0, "W", cmd);
   TCLAP::ValueArg<double> update_crop("", "update-crop", "α and λ updates see a random box of the pairs, this share of each axis (default 0.6; 1: whole volumes)", false, 0.6, "F", cmd);
+  TCLAP::ValueArg<double> weight_crop("", "weight-crop", "after the warm-up the weights' steps on the supernet see a random box of the training pair, this share of each axis (default 1: whole volumes; 0.6: a fifth of the mixed network's cost)", false, 1.0, "F", cmd);
   TCLAP::ValueArg<int64_t> arch_every("", "arch-every", "update α every k-th step (default 3)", false, 3, "K", cmd);
   TCLAP::ValueArg<int64_t> objective_every("", "objective-every", "update λ every k-th step (default 6)", false, 6, "K", cmd);
   TCLAP::ValueArg<double> warmup("", "warmup", "share of the search in which only the weights move (default 0.2)", false, 0.2, "F", cmd);
@@ -128,9 +132,10 @@ int run_search(int argc, char** argv) {
   TCLAP::ValueArg<double> lr("", "lr", "Adam learning rate of the weights, search and retraining (default 1e-3)", false, 1e-3, "R", cmd);
   TCLAP::ValueArg<double> max_gradient_norm("", "max-gradient-norm", "clip the weights' gradient to this norm (default 5, as DARTS; 0: no clipping)", false, 5, "N", cmd);
   TCLAP::ValueArg<double> arch_lr("", "arch-lr", "Adam learning rate of α (default 2e-2)", false, 2e-2, "R", cmd);
+  TCLAP::ValueArg<double> arch_decay("", "arch-weight-decay", "Adam weight decay of α (default 0; DARTS: 1e-3, which pulls α from --base-logit back towards uniform)", false, 0, "D", cmd);
   TCLAP::ValueArg<double> objective_lr("", "objective-lr", "Adam learning rate of log λ (default 3e-2)", false, 3e-2, "R", cmd);
   TCLAP::ValueArg<double> dice_weight("", "dice-weight", "weight of soft Dice on training label maps (default 1; 0 = unsupervised)", false, 1.0, "W", cmd);
-  TCLAP::ValueArg<std::string> terms("", "terms", "the objective terms whose weights are searched (default ncc9,ncc7_half,ncc5_quarter,smoothness; add mind for multimodal data, with a positive starting weight in --initial-objective)", false, "", "LIST", cmd);
+  TCLAP::ValueArg<std::string> terms("", "terms", "the objective terms whose weights are searched (default ncc9,ncc7_half,ncc5_quarter,smoothness; add mind for multimodal data, with a positive starting weight in --initial-objective; none: λ stays at --initial-objective)", false, "", "LIST", cmd);
   TCLAP::ValueArg<std::string> initial("", "initial-objective", "starting λ (default ncc9=1,ncc7_half=0.5,ncc5_quarter=0.25,smoothness=1)", false, "", "WEIGHTS", cmd);
   TCLAP::ValueArg<std::string> op_cost("", "op-cost", "operation costs measured before (JSON, from an earlier search's op_cost.json at the same grid)", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> cache("", "cache", "folder for preprocessed volumes (default DIR/cache)", false, "", "DIR", cmd);
@@ -173,6 +178,13 @@ int run_search(int argc, char** argv) {
   for (int64_t size : p.info.grid) {
     if (size % 4 != 0) throw UsageError("--grid: the AutoReg network needs sizes that are multiples of 4");
   }
+  if (genotype.isSet()) {
+    try {
+      p.info.network.genotype = registration::read_genotype(genotype.getValue());
+    } catch (const std::invalid_argument& e) {
+      throw io::IoError(e.what());
+    }
+  }
   auto& o = p.options;
   o.steps = steps.getValue();
   o.mode = mode.getValue();
@@ -181,11 +193,15 @@ int run_search(int argc, char** argv) {
   o.path = path.getValue();
   o.architecture_path = arch_path.getValue();
   o.budget_ms = max_forward.getValue();
-  p.default_budget = !max_forward.isSet();
+  // The default budget is the default network's forward time; with no edge searched the
+  // architecture is given, and so is its time.
+  p.default_budget = !max_forward.isSet() && o.edges != "none";
   o.latency_weight = latency_weight.getValue();
   o.architecture_every = arch_every.getValue();
   if (!(update_crop.getValue() > 0 && update_crop.getValue() <= 1)) throw UsageError("--update-crop must be in (0, 1]");
   o.update_crop = update_crop.getValue();
+  if (!(weight_crop.getValue() > 0 && weight_crop.getValue() <= 1)) throw UsageError("--weight-crop must be in (0, 1]");
+  o.weight_crop = weight_crop.getValue();
   o.objective_every = objective_every.getValue();
   o.warmup_fraction = warmup.getValue();
   o.base_logit = base_logit.getValue();
@@ -193,6 +209,8 @@ int run_search(int argc, char** argv) {
   if (max_gradient_norm.getValue() < 0) throw UsageError("--max-gradient-norm must be >= 0");
   o.max_gradient_norm = max_gradient_norm.getValue();
   o.architecture_lr = arch_lr.getValue();
+  if (arch_decay.getValue() < 0) throw UsageError("--arch-weight-decay must be >= 0");
+  o.architecture_weight_decay = arch_decay.getValue();
   o.objective_lr = objective_lr.getValue();
   o.dice_weight = dice_weight.getValue();
   o.augment = !no_augment.getValue();
@@ -209,6 +227,7 @@ int run_search(int argc, char** argv) {
     std::stringstream list(terms.getValue());
     std::string name;
     while (std::getline(list, name, ',')) {
+      if (name == "none") continue;
       bool known = false;
       for (int i = 0; i < registration::kObjectiveTerms; ++i) {
         if (name == registration::kObjectiveTermNames[i]) o.searched_terms[i] = known = true;
@@ -226,6 +245,9 @@ int run_search(int argc, char** argv) {
       }
       o.initial_objective.lambda[i] = kStart[i];
     }
+  }
+  if (o.edges == "none" && std::find(o.searched_terms.begin(), o.searched_terms.end(), true) == o.searched_terms.end()) {
+    throw UsageError("--edges none with --terms none: nothing to search (autoreg train trains a fixed network)");
   }
   if (o.device == "cuda" && !at::hasCUDA()) throw UsageError("--device cuda: no CUDA device is available here");
   p.budget_minutes = budget.getValue();

@@ -33,7 +33,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("AUTOREG_TEST_DATA", ROOT.parent / "shared" / "data"))
-AUTOREG = ROOT / "build" / "bin" / "autoreg"
+# AUTOREG_BIN: another build of autoreg (e.g. a copy a long run keeps while the tree is rebuilt).
+AUTOREG = Path(os.environ.get("AUTOREG_BIN", ROOT / "build" / "bin" / "autoreg"))
 # The aseg labels vxm01, fs01 and fsaverage share (../shared/data/README.md).
 SHARED_ASEG = "2,4,5,7,8,10,11,12,13,14,15,16,17,18,24,26,28,31,41,43,44,46,47,49,50,51,52,53,54,58,60,62,63,77,85,251,252,253,254,255"
 

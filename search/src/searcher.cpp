@@ -88,10 +88,10 @@ Searcher::Searcher(registration::TrainingSet data, const registration::ModelInfo
   }
   rho_ = at::tensor(rho, at::kDouble).set_requires_grad(true);
   weights_adam_ = std::make_unique<torch::optim::Adam>(supernet_->weights(), torch::optim::AdamOptions(o.weight_lr));
-  // α: DARTS's betas (0.5, 0.999) and weight decay 1e-3 (pulls unused logits back to 0).
+  // α: DARTS's betas (0.5, 0.999); its weight decay only when asked (SearchOptions).
   architecture_adam_ = std::make_unique<torch::optim::Adam>(
       std::vector<at::Tensor>{supernet_->alpha()},
-      torch::optim::AdamOptions(o.architecture_lr).betas({0.5, 0.999}).weight_decay(1e-3));
+      torch::optim::AdamOptions(o.architecture_lr).betas({0.5, 0.999}).weight_decay(o.architecture_weight_decay));
   objective_adam_ = std::make_unique<torch::optim::Adam>(std::vector<at::Tensor>{rho_},
                                                          torch::optim::AdamOptions(o.objective_lr));
   if (o.base_logit != 0) {
@@ -257,9 +257,15 @@ SearchStep Searcher::try_step() {
   SearchStep r;
   r.phase = phase();
   if (r.phase == "objective" && !fixed_genotype_) fixed_genotype_ = derived();
-  const bool update_objective = (r.phase == "search" || r.phase == "objective") && t % options_.objective_every == 0;
+  // Nothing to update (no searched term, no searched edge): no update and its cost.
+  const bool any_term = std::find(options_.searched_terms.begin(), options_.searched_terms.end(), true) !=
+                        options_.searched_terms.end();
+  const bool any_edge =
+      std::find(supernet_->searched().begin(), supernet_->searched().end(), true) != supernet_->searched().end();
+  const bool update_objective =
+      any_term && (r.phase == "search" || r.phase == "objective") && t % options_.objective_every == 0;
   const bool update_architecture =
-      (r.phase == "search" || r.phase == "architecture") && t % options_.architecture_every == 0;
+      any_edge && (r.phase == "search" || r.phase == "architecture") && t % options_.architecture_every == 0;
   const auto clock = std::chrono::steady_clock::now;
   const auto since = [&](std::chrono::steady_clock::time_point t0) {
     return std::chrono::duration<double>(clock() - t0).count();
@@ -280,9 +286,13 @@ SearchStep Searcher::try_step() {
   const TrainingPair train_box = registration::crop_pair(train, options_.update_crop, rng);
   const TrainingPair val_box = registration::crop_pair(val, options_.update_crop, rng);
 
-  // ω's gradient on the training pair, applied last, after λ and α have used it.
+  // ω's gradient on the training pair (a box of it on the supernet when weight_crop < 1),
+  // applied last, after λ and α have used it.
   const at::Tensor lambda = this->lambda();
-  r.loss = train_gradient(train, lambda, r);
+  const bool crop_weights = options_.weight_crop < 1 && !warming_up_ && !fixed_genotype_;
+  const TrainingPair weight_pair = crop_weights ? registration::crop_pair(train, options_.weight_crop, rng) : train;
+  r.weight_voxels = weight_pair.fixed.numel();
+  r.loss = train_gradient(weight_pair, lambda, r);
   const double eta = options_.weight_lr * lr_scale_;
   r.seconds_weights = since(t0);
 

@@ -32,8 +32,8 @@ std::array<bool, kEdges> searched_edges(const std::string& which) {
     s.fill(true);
   } else if (which == "deformation") {
     for (int e = 6; e < kEdges; ++e) s[e] = true;
-  } else {
-    throw std::invalid_argument("edges must be 'all' or 'deformation', got '" + which + "'");
+  } else if (which != "none") {
+    throw std::invalid_argument("edges must be 'all', 'deformation' or 'none', got '" + which + "'");
   }
   return s;
 }

@@ -131,6 +131,30 @@ TEST_F(Search, RefusesDataItCannotSearchOn) {
   EXPECT_EQ(r.code, 1) << r.output;
 }
 
+// The second stage of a proxy search: λ alone, on a given architecture, at the final grid.
+TEST_F(Search, SearchesTheObjectiveAloneOnAGivenGenotype) {
+  registration::Genotype g = registration::Genotype::standard();
+  g.edges[9] = "conv_1x1";
+  {
+    std::ofstream file(path("given.txt"));
+    for (const auto& op : g.edges) file << op << "\n";
+  }
+  Result r = run(search("data.csv", "lambda") + " --steps 3 --retrain-steps 2 --edges none --genotype " +
+                 path("given.txt"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(registration::read_genotype(path("lambda/genotype.txt")), g);
+  std::ifstream json_file(path("lambda/genotype.json"));
+  const nlohmann::json summary = nlohmann::json::parse(json_file);
+  EXPECT_NE(summary["lambda"]["smoothness"].get<double>(), 1.0);  // λ moved
+  EXPECT_EQ(registration::load_model(path("lambda/model.autoreg")).info.network.genotype, g);
+  r = run(search("data.csv", "nothing") + " --steps 3 --edges none --terms none");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("nothing to search"), std::string::npos) << r.output;
+  r = run(search("data.csv", "missing") + " --steps 3 --genotype " + path("missing.txt"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(path("missing.txt")), std::string::npos) << r.output;
+}
+
 TEST_F(Search, SkipsAnUnreadableRow) {
   std::ofstream(path("broken.nii.gz")) << "this is not a volume";
   manifest("broken.csv", {"train", "train", "train", "val", "val"}, "broken.nii.gz,,train\n");

@@ -386,6 +386,60 @@ TEST(Searcher, SequentialModeFixesTheArchitectureForTheObjectivePhase) {
   EXPECT_EQ(phases, (std::vector<std::string>{"warmup", "architecture", "objective"}));
 }
 
+// The second stage of a proxy search: the architecture given (no edge searched), λ alone
+// searched on it; and the converse, λ kept (no term searched) while α moves.
+TEST(Searcher, WithNoEdgeSearchedOnlyTheObjectiveMoves) {
+  SearchOptions o = short_search();
+  o.steps = 4;
+  o.edges = "none";
+  auto info = test::phantom_info(kGrid);
+  info.network.genotype.edges[9] = "conv_1x1";
+  at::manual_seed(1);
+  Searcher s(test::phantom_set(kGrid, 3, 2), info, o, test::made_up_costs(kGrid));
+  const at::Tensor alpha = s.supernet().alpha().detach().clone();
+  bool objective_updated = false;
+  while (!s.finished()) {
+    const SearchStep r = s.step();
+    EXPECT_FALSE(r.architecture_updated);
+    objective_updated = objective_updated || r.objective_updated;
+  }
+  EXPECT_TRUE(objective_updated);
+  EXPECT_TRUE(at::equal(s.supernet().alpha(), alpha));
+  EXPECT_FALSE(at::equal(s.lambda(), at::tensor({1.0, 0.5, 0.25, 0.0, 1.0}, at::kDouble)));
+  EXPECT_EQ(s.derived(), info.network.genotype);
+  for (double h : s.entropy()) EXPECT_EQ(h, 0.0);
+}
+
+TEST(Searcher, WithNoTermSearchedOnlyTheArchitectureMoves) {
+  SearchOptions o = short_search();
+  o.steps = 3;
+  o.searched_terms.fill(false);
+  at::manual_seed(1);
+  Searcher s(test::phantom_set(kGrid, 3, 2), test::phantom_info(kGrid), o, test::made_up_costs(kGrid));
+  const at::Tensor alpha = s.supernet().alpha().detach().clone();
+  while (!s.finished()) EXPECT_FALSE(s.step().objective_updated);
+  EXPECT_TRUE(at::equal(s.lambda(), at::tensor({1.0, 0.5, 0.25, 0.0, 1.0}, at::kDouble)));
+  EXPECT_FALSE(at::equal(s.supernet().alpha(), alpha));
+}
+
+// After the warm-up (whole volumes), ω's steps on the supernet see a box of the pair.
+TEST(Searcher, WeightCropTrainsTheSupernetOnABox) {
+  SearchOptions o = short_search();
+  o.path = "mixed";
+  o.steps = 2;
+  o.warmup_fraction = 0.5;
+  o.architecture_every = o.objective_every = 100;  // ω's steps alone
+  o.weight_crop = 0.7;
+  at::manual_seed(1);
+  Searcher s(test::phantom_set(kGrid, 3, 2), test::phantom_info(kGrid), o, test::made_up_costs(kGrid));
+  const int64_t box = int64_t(0.7 * kGrid) / 4 * 4;
+  while (!s.finished()) {
+    const SearchStep r = s.step();
+    EXPECT_EQ(r.weight_voxels, r.phase == "warmup" ? kGrid * kGrid * kGrid : box * box * box) << r.step;
+    EXPECT_TRUE(std::isfinite(r.loss));
+  }
+}
+
 TEST(Searcher, RefusesDataWithoutLabelledValidationSubjects) {
   auto data = test::phantom_set(kGrid, 3, 2);
   for (auto& s : data.validation) s.labels = at::Tensor();

@@ -80,16 +80,28 @@ struct SearchOptions {
   // ∂L/∂w_k and the softmax compares them) or "sampled" (GDAS: the step's path, straight
   // through; one candidate per edge, far less signal per update).
   std::string architecture_path = "mixed";
-  std::string edges = "all";        // all | deformation
+  // all | deformation | none (only λ is searched, on the base genotype: the second stage
+  // of a search whose architecture was found on a coarser proxy grid)
+  std::string edges = "all";
   // α's and λ's updates see a random box of the pairs, this share of each axis (rounded
   // down to a multiple of 4; 1: whole volumes): the losses are means over voxels, so a
   // box estimates them, at a fraction of the cost of the mixed network.
   double update_crop = 0.6;
+  // ω's steps on the supernet (after the warm-up) see a random box of the training pair,
+  // this share of each axis (1: whole volumes). Patch training, as "partial channels"
+  // (PC-DARTS, Xu et al. 2020) but over voxels: the mixed network's cost falls with the
+  // box's volume (0.6 per axis: 0.22 of it). The warm-up trains on whole volumes.
+  double weight_crop = 1.0;
   int64_t architecture_every = 3;   // α updated every k-th step
   int64_t objective_every = 6;      // λ updated every k-th step
   double weight_lr = 1e-3;          // Adam on ω (train's recipe)
   double max_gradient_norm = 5;     // ω's gradient clipped to this norm (DARTS); 0: not clipped
   double architecture_lr = 2e-2;    // Adam on α
+  // Adam's (coupled) weight decay on α. DARTS uses 1e-3 with α starting at 0, where it
+  // pulls unused logits back to 0; with α starting at the base genotype (base_logit) it
+  // pulls every edge towards uniform at Adam's normalised rate, whatever the signal: in a
+  // 600-step OASIS-TRT search every edge's entropy rose (README, "Search"). 0 by default.
+  double architecture_weight_decay = 0;
   double objective_lr = 3e-2;       // Adam on ρ = log λ
   double tau_max = 10, tau_min = 0.1;  // GDAS temperature, linear over the search steps
   double dice_weight = 1.0;         // soft Dice of training pairs in L_train (not searched)
@@ -130,6 +142,7 @@ struct SearchStep {
   double hyper_dice = 0;            // the validation pair's soft Dice loss at ω' (when λ updated)
   int64_t rollbacks = 0;            // so far
   double gradient_norm = 0;         // of ω's gradient, before clipping
+  int64_t weight_voxels = 0;        // voxels of the image ω's step saw (a box with weight_crop)
   // Seconds spent on ω's gradient and update, λ's update and α's update in this step.
   double seconds_weights = 0, seconds_objective = 0, seconds_architecture = 0;
 };
