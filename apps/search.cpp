@@ -132,7 +132,7 @@ int run_search(int argc, char** argv) {
   TCLAP::ValueArg<double> lr("", "lr", "Adam learning rate of the weights, search and retraining (default 1e-3)", false, 1e-3, "R", cmd);
   TCLAP::ValueArg<double> max_gradient_norm("", "max-gradient-norm", "clip the weights' gradient to this norm (default 5, as DARTS; 0: no clipping)", false, 5, "N", cmd);
   TCLAP::ValueArg<double> arch_lr("", "arch-lr", "Adam learning rate of α (default 2e-2)", false, 2e-2, "R", cmd);
-  TCLAP::ValueArg<double> arch_decay("", "arch-weight-decay", "Adam weight decay of α (default 0; DARTS: 1e-3, which pulls α from --base-logit back towards uniform)", false, 0, "D", cmd);
+  TCLAP::ValueArg<double> arch_decay("", "arch-weight-decay", "Adam weight decay of α (default 1e-3, DARTS's; it also pulls α from --base-logit back towards uniform)", false, 1e-3, "D", cmd);
   TCLAP::ValueArg<double> objective_lr("", "objective-lr", "Adam learning rate of log λ (default 3e-2)", false, 3e-2, "R", cmd);
   TCLAP::ValueArg<double> dice_weight("", "dice-weight", "weight of soft Dice on training label maps (default 1; 0 = unsupervised)", false, 1.0, "W", cmd);
   TCLAP::ValueArg<std::string> terms("", "terms", "the objective terms whose weights are searched (default ncc9,ncc7_half,ncc5_quarter,smoothness; add mind for multimodal data, with a positive starting weight in --initial-objective; none: λ stays at --initial-objective)", false, "", "LIST", cmd);

@@ -88,7 +88,7 @@ Searcher::Searcher(registration::TrainingSet data, const registration::ModelInfo
   }
   rho_ = at::tensor(rho, at::kDouble).set_requires_grad(true);
   weights_adam_ = std::make_unique<torch::optim::Adam>(supernet_->weights(), torch::optim::AdamOptions(o.weight_lr));
-  // α: DARTS's betas (0.5, 0.999); its weight decay only when asked (SearchOptions).
+  // α: DARTS's betas (0.5, 0.999) and weight decay (SearchOptions).
   architecture_adam_ = std::make_unique<torch::optim::Adam>(
       std::vector<at::Tensor>{supernet_->alpha()},
       torch::optim::AdamOptions(o.architecture_lr).betas({0.5, 0.999}).weight_decay(o.architecture_weight_decay));
