@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "autoreg/io/grid.h"
+#include "autoreg/io/volume.h"
+#include "autoreg/registration/genotype.h"
 #include "exit_codes.h"
 
 namespace autoreg::apps {
@@ -54,6 +56,15 @@ inline std::string checked_orientation(const std::string& option, const std::str
     throw UsageError(option + ": " + e.what());
   }
   return code;
+}
+
+// A --genotype file; one that cannot be read or parsed is an IoError naming it.
+inline registration::Genotype read_genotype_option(const std::string& path) {
+  try {
+    return registration::read_genotype(path);
+  } catch (const std::invalid_argument& e) {
+    throw io::IoError(e.what());
+  }
 }
 
 }  // namespace autoreg::apps

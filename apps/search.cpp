@@ -29,7 +29,6 @@
 #include "autoreg/io/manifest.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/pipeline/dataset.h"
-#include "autoreg/registration/genotype.h"
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/train.h"
 #include "autoreg/search/op_cost.h"
@@ -178,13 +177,7 @@ int run_search(int argc, char** argv) {
   for (int64_t size : p.info.grid) {
     if (size % 4 != 0) throw UsageError("--grid: the AutoReg network needs sizes that are multiples of 4");
   }
-  if (genotype.isSet()) {
-    try {
-      p.info.network.genotype = registration::read_genotype(genotype.getValue());
-    } catch (const std::invalid_argument& e) {
-      throw io::IoError(e.what());
-    }
-  }
+  if (genotype.isSet()) p.info.network.genotype = read_genotype_option(genotype.getValue());
   auto& o = p.options;
   o.steps = steps.getValue();
   o.mode = mode.getValue();

@@ -167,13 +167,7 @@ int run_train(int argc, char** argv) {
   if (unet.getValue() && genotype.isSet()) throw UsageError("--genotype and --unet exclude each other");
   auto& n = p.info.network;
   n.kind = unet.getValue() ? "unet" : "autoreg";
-  if (genotype.isSet()) {
-    try {
-      n.genotype = registration::read_genotype(genotype.getValue());
-    } catch (const std::invalid_argument& e) {
-      throw io::IoError(e.what());
-    }
-  }
+  if (genotype.isSet()) n.genotype = read_genotype_option(genotype.getValue());
   n.diffeomorphic = !plain.getValue();
   if (!(spacing.getValue() > 0)) throw UsageError("--spacing must be > 0");
   p.info.spacing = {spacing.getValue(), spacing.getValue(), spacing.getValue()};

@@ -6,7 +6,6 @@
 #include <torch/nn/init.h>
 #include <torch/nn/modules/activation.h>
 
-#include <iterator>
 #include <stdexcept>
 
 #include "autoreg/registration/operation_shape.h"
@@ -82,13 +81,10 @@ bool is_operation(const std::string& name) {
 }
 
 OperationShape operation_shape(const std::string& name) {
-  // kOperations order.
-  constexpr OperationShape kShapes[] = {{false, 1, 1}, {false, 3, 1}, {false, 5, 1}, {true, 3, 1},
-                                        {true, 5, 1},  {false, 3, 2}, {false, 5, 2}, {false, 7, 2}};
-  static_assert(std::size(kShapes) == kOperations.size());
+  static_assert(kOperationShapes.size() == kOperations.size());
   std::string known;
   for (size_t k = 0; k < kOperations.size(); ++k) {
-    if (name == kOperations[k]) return kShapes[k];
+    if (name == kOperations[k]) return kOperationShapes[k];
     known += std::string(known.empty() ? "" : ", ") + kOperations[k];
   }
   throw std::invalid_argument("unknown operation '" + name + "' (known: " + known + ")");

@@ -17,7 +17,7 @@ using registration::OperationShape;
 
 OperationShape shape_of(int k) {
   if (k < 0 || k >= kCandidates) throw std::out_of_range("candidate index out of range");
-  return registration::operation_shape(registration::kOperations[k]);
+  return registration::kOperationShapes[size_t(k)];
 }
 
 // The centre k³ of a cubic kernel.

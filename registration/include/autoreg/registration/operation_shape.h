@@ -2,6 +2,7 @@
 // operations' convolutions itself (make_edge; the search's shared-kernel edges).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -14,7 +15,18 @@ struct OperationShape {
   int64_t kernel, dilation;
 };
 
-// Throws std::invalid_argument for an unknown name, listing the known ones.
+// In kOperations order (operations.h).
+inline constexpr std::array<OperationShape, 8> kOperationShapes = {{{false, 1, 1},
+                                                                    {false, 3, 1},
+                                                                    {false, 5, 1},
+                                                                    {true, 3, 1},
+                                                                    {true, 5, 1},
+                                                                    {false, 3, 2},
+                                                                    {false, 5, 2},
+                                                                    {false, 7, 2}}};
+
+// The shape of an operation by name; throws std::invalid_argument for an unknown name,
+// listing the known ones.
 OperationShape operation_shape(const std::string& name);
 
 }  // namespace autoreg::registration
