@@ -133,6 +133,9 @@ int run_search(int argc, char** argv) {
   TCLAP::ValueArg<double> arch_lr("", "arch-lr", "Adam learning rate of α (default 2e-2)", false, 2e-2, "R", cmd);
   TCLAP::ValueArg<double> arch_decay("", "arch-weight-decay", "Adam weight decay of α (default 1e-3, DARTS's; it also pulls α from --base-logit back towards uniform)", false, 1e-3, "D", cmd);
   TCLAP::ValueArg<double> objective_lr("", "objective-lr", "Adam learning rate of log λ (default 3e-2)", false, 3e-2, "R", cmd);
+  std::vector<std::string> scales = {"fixed", "free"};
+  TCLAP::ValuesConstraint<std::string> scale_allowed(scales);
+  TCLAP::ValueArg<std::string> objective_scale("", "objective-scale", "fixed (default: λ's updates change the mix of the searched terms, not their overall weight against soft Dice; one unrolled step is biased towards shrinking them all) or free", false, "fixed", &scale_allowed, cmd);
   TCLAP::ValueArg<double> dice_weight("", "dice-weight", "weight of soft Dice on training label maps (default 1; 0 = unsupervised)", false, 1.0, "W", cmd);
   TCLAP::ValueArg<std::string> terms("", "terms", "the objective terms whose weights are searched (default ncc9,ncc7_half,ncc5_quarter,smoothness; add mind for multimodal data, with a positive starting weight in --initial-objective; none: λ stays at --initial-objective)", false, "", "LIST", cmd);
   TCLAP::ValueArg<std::string> initial("", "initial-objective", "starting λ (default ncc9=1,ncc7_half=0.5,ncc5_quarter=0.25,smoothness=1)", false, "", "WEIGHTS", cmd);
@@ -142,7 +145,8 @@ int run_search(int argc, char** argv) {
   TCLAP::ValueArg<int64_t> checkpoint_every("", "checkpoint-every", "search steps between checkpoints (default 25; retraining: 4×)", false, 25, "N", cmd);
   TCLAP::ValueArg<int64_t> validate_every("", "validate-every", "steps between validations (default 50)", false, 50, "N", cmd);
   TCLAP::ValueArg<double> max_unreadable("", "max-unreadable", "share of manifest rows that may be unreadable (reported and skipped; default 0.2)", false, 0.2, "F", cmd);
-  TCLAP::ValueArg<int64_t> max_rollbacks("", "max-rollbacks", "non-finite steps in a row (each rolled back at half the step sizes) before giving up (default 5)", false, 5, "K", cmd);
+  TCLAP::ValueArg<int64_t> max_rollbacks("", "max-rollbacks", "faulty steps in a row (non-finite or a gradient spike, each rolled back at half the step sizes) before giving up (default 5)", false, 5, "K", cmd);
+  TCLAP::ValueArg<double> max_spike("", "max-gradient-spike", "a weight gradient norm over this many times its running average is a fault, rolled back at half the step sizes (default 20; 0: off)", false, 20, "X", cmd);
   TCLAP::ValueArg<std::string> device("", "device", "cpu (default) or cuda", false, "cpu", &device_allowed, cmd);
   TCLAP::ValueArg<int> threads("", "threads", "CPU threads (default: all)", false, 0, "T", cmd);
   TCLAP::ValueArg<uint64_t> seed("", "seed", "random seed (default 0)", false, 0, "S", cmd);
@@ -205,6 +209,11 @@ int run_search(int argc, char** argv) {
   if (arch_decay.getValue() < 0) throw UsageError("--arch-weight-decay must be >= 0");
   o.architecture_weight_decay = arch_decay.getValue();
   o.objective_lr = objective_lr.getValue();
+  o.objective_scale_fixed = objective_scale.getValue() == "fixed";
+  if (max_spike.isSet() && max_spike.getValue() != 0 && !(max_spike.getValue() > 1)) {
+    throw UsageError("--max-gradient-spike must be > 1 (or 0: off)");
+  }
+  o.spike_factor = max_spike.getValue();
   o.dice_weight = dice_weight.getValue();
   o.augment = !no_augment.getValue();
   o.max_rollbacks = max_rollbacks.getValue();

@@ -58,6 +58,7 @@ nlohmann::json search_log_line(const search::Searcher& s, const search::SearchSt
   if (r.objective_updated) j["hyper_dice_loss"] = r.hyper_dice;
   if (r.rollbacks > 0) j["rollbacks"] = r.rollbacks;
   j["gradient_norm"] = r.gradient_norm;
+  j["gradient_average"] = r.gradient_average;
   j["weight_voxels"] = r.weight_voxels;
   j["step_seconds"] = {{"weights", r.seconds_weights}, {"objective", r.seconds_objective},
                        {"architecture", r.seconds_architecture}};

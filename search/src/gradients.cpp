@@ -116,7 +116,11 @@ double Searcher::train_gradient(const TrainingPair& train, const at::Tensor& lam
     c10::AutoGradMode no_grad(false);
     for (auto& w : supernet_->weights()) w.fill_(std::nan(""));
   }
-  const Pass p = run(train, lambda, true);
+  Pass p = run(train, lambda, true);
+  if (options_.inject_spike_at == step_ + 1 && !spiked_) {
+    spiked_ = true;
+    p.total = p.total * 1e4;
+  }
   const double loss = p.total.item<double>();
   if (!std::isfinite(loss)) throw NonFinite("non-finite training loss");
   p.total.backward();

@@ -48,6 +48,8 @@ std::vector<std::pair<std::string, std::string>> Searcher::fingerprint() const {
           {"arch-lr", text(o.architecture_lr)},
           {"arch-weight-decay", text(o.architecture_weight_decay)},
           {"objective-lr", text(o.objective_lr)},
+          {"objective-scale", o.objective_scale_fixed ? "fixed" : "free"},
+          {"max-gradient-spike", text(o.spike_factor)},
           {"warmup", text(o.warmup_fraction)},
           {"base-logit", text(o.base_logit)},
           {"dice-weight", text(o.dice_weight)},
@@ -73,6 +75,9 @@ registration::Archive Searcher::state() const {
   a.fields.emplace_back("search.rollbacks", std::to_string(rollbacks_));
   a.fields.emplace_back("search.rollbacks_in_a_row", std::to_string(rollbacks_in_a_row_));
   a.fields.emplace_back("search.last_fault_step", std::to_string(last_fault_step_));
+  a.fields.emplace_back("search.gradient_average", text(gradient_average_));
+  a.fields.emplace_back("search.gradient_samples", std::to_string(gradient_samples_));
+  a.fields.emplace_back("search.gradient_phase", gradient_phase_.empty() ? "-" : gradient_phase_);
   a.fields.emplace_back("search.fixed_genotype", fixed_genotype_ ? fixed_genotype_->to_string() : "-");
   for (const auto& [key, value] : notes) a.fields.emplace_back("note." + key, value);
   for (const auto& p : supernet_->network_ptr()->named_parameters()) {
@@ -118,6 +123,21 @@ void Searcher::load_state(const registration::Archive& a, const std::string& pat
     lr_scale_ = std::stod(a.field("search.lr_scale", path));
   } catch (const std::logic_error&) {
     throw ModelFileError(path + ": malformed field search.lr_scale");
+  }
+  // The spike guard's running average (absent from checkpoints written before it: it
+  // starts again with the next phase).
+  gradient_average_ = 0;
+  gradient_samples_ = 0;
+  gradient_phase_.clear();
+  if (a.has_field("search.gradient_samples")) {
+    gradient_samples_ = integer(a, "search.gradient_samples", path);
+    try {
+      gradient_average_ = std::stod(a.field("search.gradient_average", path));
+    } catch (const std::logic_error&) {
+      throw ModelFileError(path + ": malformed field search.gradient_average");
+    }
+    const std::string phase = a.field("search.gradient_phase", path);
+    gradient_phase_ = phase == "-" ? "" : phase;
   }
   const std::string fixed = a.field("search.fixed_genotype", path);
   try {

@@ -195,6 +195,26 @@ void Searcher::keep_within_budget() {
   }
 }
 
+int Searcher::searched_term_count() const {
+  return int(std::count(options_.searched_terms.begin(), options_.searched_terms.end(), true));
+}
+
+double Searcher::mean_searched_log_lambda() const {
+  double sum = 0;
+  for (int i = 0; i < kObjectiveTerms; ++i) sum += options_.searched_terms[i] ? rho_[i].item<double>() : 0.0;
+  return sum / std::max(1, searched_term_count());
+}
+
+// Shifts the searched log-weights back to the mean they had: their product, λ's scale
+// against the soft-Dice term, stays as it started (SearchOptions::objective_scale_fixed).
+void Searcher::keep_objective_scale(double mean_log_before) {
+  const double shift = mean_searched_log_lambda() - mean_log_before;
+  c10::AutoGradMode no_grad(false);
+  for (int i = 0; i < kObjectiveTerms; ++i) {
+    if (options_.searched_terms[i]) rho_[i] -= shift;
+  }
+}
+
 void Searcher::prepare_path(bool alpha_grad) {
   if (fixed_genotype_) {
     supernet_->use_fixed(*fixed_genotype_);
@@ -216,6 +236,17 @@ SearchStep Searcher::step() {
       SearchStep r = try_step();
       if (step_ > last_fault_step_) rollbacks_in_a_row_ = 0;
       r.rollbacks = rollbacks_;
+      // ω's gradient norm: the mean of a phase's first kSpikeSamples steps, then a running
+      // average with that horizon.
+      if (r.phase != gradient_phase_) {
+        gradient_phase_ = r.phase;
+        gradient_samples_ = 0;
+        gradient_average_ = 0;
+      }
+      ++gradient_samples_;
+      gradient_average_ += (r.gradient_norm - gradient_average_) /
+                           double(std::min(gradient_samples_, SearchOptions::kSpikeSamples));
+      r.gradient_average = gradient_average_;
       if (step_ % options_.snapshot_every == 0) snapshot_ = state();
       return r;
     } catch (const NonFinite& e) {
@@ -225,7 +256,7 @@ SearchStep Searcher::step() {
       last_fault_step_ = std::max(last_fault_step_, at_step);
       const int64_t in_a_row = rollbacks_in_a_row_, total = rollbacks_, fault = last_fault_step_;
       if (in_a_row > options_.max_rollbacks) {
-        throw std::runtime_error("the search stopped: " + std::to_string(in_a_row) + " non-finite steps in a row (" +
+        throw std::runtime_error("the search stopped: " + std::to_string(in_a_row) + " faulty steps in a row (" +
                                  e.what() + " at step " + std::to_string(at_step) +
                                  "), even at smaller step sizes; try a lower --lr");
       }
@@ -293,6 +324,13 @@ SearchStep Searcher::try_step() {
   const TrainingPair weight_pair = crop_weights ? registration::crop_pair(train, options_.weight_crop, rng) : train;
   r.weight_voxels = weight_pair.fixed.numel();
   r.loss = train_gradient(weight_pair, lambda, r);
+  if (options_.spike_factor > 0 && r.phase == gradient_phase_ && gradient_samples_ >= SearchOptions::kSpikeSamples &&
+      r.gradient_norm > options_.spike_factor * gradient_average_) {
+    std::ostringstream why;
+    why << "ω's gradient norm " << r.gradient_norm << " is over " << options_.spike_factor
+        << "× its running average " << gradient_average_ << " (diverging)";
+    throw NonFinite(why.str());
+  }
   const double eta = options_.weight_lr * lr_scale_;
   r.seconds_weights = since(t0);
 
@@ -304,8 +342,22 @@ SearchStep Searcher::try_step() {
       if (!options_.searched_terms[i]) g_rho[i] = 0;
     }
     if (!finite(g_rho)) throw NonFinite("non-finite objective hypergradient");
+    const bool keep_scale = options_.objective_scale_fixed && searched_term_count() > 1;
+    const double scale_before = mean_searched_log_lambda();
+    if (keep_scale) {
+      // Only the mix: the gradient's component along "every searched λ up" is dropped
+      // (and Adam's per-term normalisation re-adds some, which keep_objective_scale takes
+      // back out).
+      double mean = 0;
+      for (int i = 0; i < kObjectiveTerms; ++i) mean += options_.searched_terms[i] ? g_rho[i].item<double>() : 0.0;
+      mean /= searched_term_count();
+      for (int i = 0; i < kObjectiveTerms; ++i) {
+        if (options_.searched_terms[i]) g_rho[i] -= mean;
+      }
+    }
     rho_.mutable_grad() = g_rho;
     objective_adam_->step();
+    if (keep_scale) keep_objective_scale(scale_before);
     r.objective_updated = true;
   }
   r.seconds_objective = since(t0);

@@ -1,7 +1,8 @@
 // The triple-level optimiser on tiny phantoms: λ's hypergradient and α's gradients
 // (first and second order) match central differences of their objectives (float64,
 // full mixed path); a stopped and resumed search equals the uninterrupted one; an
-// injected NaN is rolled back and the search completes; sequential mode runs its phases;
+// injected NaN or gradient spike is rolled back and the search completes; λ's scale
+// stays fixed; sequential mode runs its phases;
 // data without labelled validation subjects is refused.
 #include <gtest/gtest.h>
 
@@ -363,6 +364,53 @@ TEST(Searcher, AnInjectedNanIsRolledBackAndTheSearchCompletes) {
   EXPECT_EQ(rollbacks, 1);
   EXPECT_EQ(s.steps_done(), 6);
   EXPECT_TRUE(at::isfinite(s.supernet().alpha()).all().item<bool>());
+}
+
+// A gradient spike (ω's loss × 10⁴ once) is a fault: rolled back at half the step sizes,
+// and the search completes; the same search without it has no rollback (the guard does
+// not fire on an ordinary run).
+TEST(Searcher, AGradientSpikeIsRolledBackAndTheSearchCompletes) {
+  for (const bool inject : {false, true}) {
+    SearchOptions o = short_search();
+    o.steps = 16;  // warm-up 3, then 11 search steps before the spike at step 15
+    o.architecture_every = o.objective_every = 100;  // ω's steps alone
+    if (inject) o.inject_spike_at = 15;
+    at::manual_seed(1);
+    Searcher s(test::phantom_set(kGrid, 3, 2), test::phantom_info(kGrid), o, test::made_up_costs(kGrid));
+    int64_t rollbacks = 0;
+    while (!s.finished()) {
+      const SearchStep r = s.step();
+      EXPECT_TRUE(std::isfinite(r.loss));
+      EXPECT_LT(r.gradient_norm, o.spike_factor * r.gradient_average + 1e-9) << r.step;
+      rollbacks = r.rollbacks;
+    }
+    EXPECT_EQ(rollbacks, inject ? 1 : 0);
+    EXPECT_EQ(s.steps_done(), 16);
+  }
+}
+
+// λ's updates change the mix of the searched terms and keep their geometric mean (the
+// overall weight against soft Dice); free, the mean moves too.
+TEST(Searcher, TheObjectiveScaleStaysFixedUnlessFree) {
+  const auto mean_log = [](const at::Tensor& l) {
+    return (l[0].log() + l[1].log() + l[2].log() + l[4].log()).item<double>() / 4;
+  };
+  const at::Tensor start = at::tensor({1.0, 0.5, 0.25, 0.0, 1.0}, at::kDouble);
+  for (const bool fixed : {true, false}) {
+    SearchOptions o = short_search();
+    o.objective_scale_fixed = fixed;
+    o.architecture_every = 100;
+    o.objective_every = 1;
+    at::manual_seed(1);
+    Searcher s(test::phantom_set(kGrid, 3, 2), test::phantom_info(kGrid), o, test::made_up_costs(kGrid));
+    while (!s.finished()) s.step();
+    EXPECT_FALSE(at::allclose(s.lambda(), start, 1e-4, 0)) << s.lambda();
+    if (fixed) {
+      EXPECT_NEAR(mean_log(s.lambda()), mean_log(start), 1e-12);
+    } else {
+      EXPECT_GT(std::abs(mean_log(s.lambda()) - mean_log(start)), 1e-4);
+    }
+  }
 }
 
 TEST(Searcher, SequentialModeFixesTheArchitectureForTheObjectivePhase) {

@@ -26,9 +26,10 @@
 // then λ on the derived architecture.
 // Paths: "sampled" (GDAS; one candidate per edge per step, the same path for the step's
 // three updates) or "mixed" (DARTS; every candidate, for small grids and tests).
-// Faults: a non-finite loss or gradient restores the last good state (kept every
-// snapshot_every steps), halves the step sizes and goes on; more than max_rollbacks in a
-// row stop the search with an error.
+// Faults: a non-finite loss or gradient, or ω's gradient norm spiking to spike_factor ×
+// its running average, restores the last good state (kept every snapshot_every steps),
+// halves the step sizes and goes on; more than max_rollbacks in a row stop the search
+// with an error.
 // Every step's randomness comes from (seed, step): a resumed search continues exactly.
 #pragma once
 
@@ -104,6 +105,14 @@ struct SearchOptions {
   // decay diverged (README, "Search"), so it stays until a search without it is scored.
   double architecture_weight_decay = 1e-3;
   double objective_lr = 3e-2;       // Adam on ρ = log λ
+  // λ's overall scale (the geometric mean of the searched weights) stays where it started:
+  // λ's updates change only the mix of the searched terms, not their weight against the
+  // fixed soft-Dice term. One unrolled step rewards shrinking every term but Dice (a
+  // step more Dice-driven raises the validation Dice at once: short-horizon bias, Wu et
+  // al. 2018); on OASIS-TRT every searched weight fell at both grids. false: free (the
+  // component along "all λ up" kept). With a single searched term the scale is all there
+  // is, and it stays free.
+  bool objective_scale_fixed = true;
   double tau_max = 10, tau_min = 0.1;  // GDAS temperature, linear over the search steps
   double dice_weight = 1.0;         // soft Dice of training pairs in L_train (not searched)
   registration::ObjectiveWeights initial_objective{{1.0, 0.5, 0.25, 0.0, 1.0}};
@@ -122,12 +131,20 @@ struct SearchOptions {
   double deformation_voxels = 2.0;
   uint64_t seed = 0;
   std::string device = "cpu";
-  int64_t max_rollbacks = 5;        // non-finite steps in a row before giving up
+  int64_t max_rollbacks = 5;        // faulty steps in a row before giving up
+  // A step whose ω gradient norm (before clipping) exceeds this many times its running
+  // average in the phase is a fault, rolled back like a non-finite one: clipping bounds
+  // one step, not a run of them, and a diverging supernet (gradient norm 0.4 → 16 → 900
+  // in 20 steps on OASIS-TRT) warps everything away long before anything is non-finite.
+  // Checked after kSpikeSamples steps of a phase. 0: off.
+  double spike_factor = 20;
+  static constexpr int64_t kSpikeSamples = 10;
   int64_t snapshot_every = 10;      // steps between in-memory good states
   // The virtual step ω' follows Adam's preconditioner (false: a plain gradient step, as
   // DARTS with SGD).
   bool precondition = true;
   int64_t inject_nan_at = -1;       // tests: every weight is NaN before this step (1-based), once
+  int64_t inject_spike_at = -1;     // tests: ω's loss × 10⁴ at this step (1-based), once
   bool float64 = false;             // tests: weights, α and pairs in float64 (finite-difference checks)
 };
 
@@ -143,6 +160,7 @@ struct SearchStep {
   double hyper_dice = 0;            // the validation pair's soft Dice loss at ω' (when λ updated)
   int64_t rollbacks = 0;            // so far
   double gradient_norm = 0;         // of ω's gradient, before clipping
+  double gradient_average = 0;      // its running average in this phase (spike_factor)
   int64_t weight_voxels = 0;        // voxels of the image ω's step saw (a box with weight_crop)
   // Seconds spent on ω's gradient and update, λ's update and α's update in this step.
   double seconds_weights = 0, seconds_objective = 0, seconds_architecture = 0;
@@ -245,7 +263,14 @@ class Searcher {
   int64_t step_ = 0;
   double lr_scale_ = 1;
   int64_t rollbacks_ = 0, rollbacks_in_a_row_ = 0, last_fault_step_ = -1;
-  bool injected_ = false;
+  bool injected_ = false, spiked_ = false;
+  // ω's gradient norm: running average over the steps of the current phase (spike_factor).
+  double gradient_average_ = 0;
+  int64_t gradient_samples_ = 0;
+  std::string gradient_phase_;
+  void keep_objective_scale(double mean_log_before);
+  double mean_searched_log_lambda() const;
+  int searched_term_count() const;
   std::optional<double> progress_;
   double progress() const;
   registration::Archive snapshot_;
