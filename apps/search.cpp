@@ -123,10 +123,10 @@ int run_search(int argc, char** argv) {
   TCLAP::ValueArg<double> max_forward("", "max-forward-ms", "forward-time budget of the derived network at the model grid on this machine (default: the default network's; 0: none)", false, 0, "X", cmd);
   TCLAP::ValueArg<double> latency_weight("", "latency-weight", "weight of the expected forward time (÷ the default network's) in α's objective, always on (default 0: only the budget counts)", false, 0, "W", cmd);
   TCLAP::ValueArg<double> update_crop("", "update-crop", "α and λ updates see a random box of the pairs, this share of each axis (default 0.6; 1: whole volumes)", false, 0.6, "F", cmd);
-  TCLAP::ValueArg<double> weight_crop("", "weight-crop", "after the warm-up the weights' steps on the supernet see a random box of the training pair, this share of each axis (default 1: whole volumes; 0.6: a fifth of the mixed network's cost)", false, 1.0, "F", cmd);
+  TCLAP::ValueArg<double> weight_crop("", "weight-crop", "after the warm-up the weights' steps on the supernet see a random box of the training pair, this share of each axis (default 0.6: a fifth of the mixed network's cost; 1: whole volumes)", false, 0.6, "F", cmd);
   TCLAP::ValueArg<int64_t> arch_every("", "arch-every", "update α every k-th step (default 3)", false, 3, "K", cmd);
   TCLAP::ValueArg<int64_t> objective_every("", "objective-every", "update λ every k-th step (default 6)", false, 6, "K", cmd);
-  TCLAP::ValueArg<double> warmup("", "warmup", "share of the search in which only the weights move (default 0.2)", false, 0.2, "F", cmd);
+  TCLAP::ValueArg<double> warmup("", "warmup", "share of the search in which only the weights move (default 0.5)", false, 0.5, "F", cmd);
   TCLAP::ValueArg<double> base_logit("", "base-logit", "starting α logit of the default genotype's operation on every searched edge (default 3: a probability of 0.74 against 0.04 for each other candidate; 0: all equally likely)", false, 3, "L", cmd);
   TCLAP::ValueArg<double> lr("", "lr", "Adam learning rate of the weights, search and retraining (default 1e-3)", false, 1e-3, "R", cmd);
   TCLAP::ValueArg<double> max_gradient_norm("", "max-gradient-norm", "clip the weights' gradient to this norm (default 5, as DARTS; 0: no clipping)", false, 5, "N", cmd);

@@ -137,6 +137,7 @@ int run_train(int argc, char** argv) {
   std::vector<std::string> sims = {"ncc", "mse", "mind"};
   TCLAP::ValuesConstraint<std::string> sim_allowed(sims);
   TCLAP::ValueArg<std::string> similarity("", "similarity", "ncc (default, window 9), mse or mind", false, "ncc", &sim_allowed, cmd);
+  TCLAP::ValueArg<double> max_spike("", "max-gradient-spike", "a gradient norm over this many times its running average is a fault: back to the last good state at half the learning rate (default 20; 0: off)", false, 20, "X", cmd);
   TCLAP::ValueArg<double> lambda("", "lambda", "weight of the smoothness term (default 1)", false, 1.0, "λ", cmd);
   TCLAP::ValueArg<std::string> objective("", "objective", "weights of the objective terms instead of --similarity and --lambda, e.g. a search's: ncc9=1,ncc7_half=0.5,ncc5_quarter=0.25,mind=0.1,smoothness=0.8 (missing terms 0)", false, "", "WEIGHTS", cmd);
   TCLAP::ValueArg<double> dice_weight("", "dice-weight", "weight of soft Dice on label maps (default 1; 0 = unsupervised)", false, 1.0, "W", cmd);
@@ -195,6 +196,8 @@ int run_train(int argc, char** argv) {
   o.learning_rate = lr.getValue();
   o.similarity = similarity.getValue();
   o.smoothness = lambda.getValue();
+  if (max_spike.getValue() != 0 && !(max_spike.getValue() > 1)) throw UsageError("--max-gradient-spike must be > 1 (or 0: off)");
+  o.spike_factor = max_spike.getValue();
   if (objective.isSet()) {
     if (similarity.isSet() || lambda.isSet()) throw UsageError("--objective replaces --similarity and --lambda");
     try {

@@ -36,11 +36,23 @@ TrainingOutcome run_training(registration::Trainer& trainer, const TrainingLoop&
   const auto out_of_time = [&] { return loop.budget_seconds > 0 && loop.earlier_seconds + elapsed() >= loop.budget_seconds; };
   const int64_t first = trainer.step();
   double validation = std::nan("");
+  int64_t logged = first;
   while (trainer.step() < loop.steps && !out_of_time()) {
     const registration::StepReport r = trainer.train_step();
+    if (r.step <= logged) {
+      // A rollback (a gradient spike) went back to an earlier state: the log forgets the
+      // abandoned steps, as a resume would.
+      log.close();
+      cut_log_to(loop.log, r.step - 1);
+      log.open(loop.log, std::ios::app);
+      std::fprintf(stderr, "%s %ld: rolled back to the last good state at half the learning rate (%ld so far)\n",
+                   loop.label.c_str(), long(r.step), long(r.rollbacks));
+    }
+    logged = r.step;
     const bool last = r.step == loop.steps || out_of_time();
     nlohmann::json line = {{"step", r.step}, {"loss", r.loss}, {"similarity", r.similarity},
-                           {"smoothness", r.smoothness}, {"dice_loss", r.dice}};
+                           {"smoothness", r.smoothness}, {"dice_loss", r.dice}, {"gradient_norm", r.gradient_norm},
+                           {"rollbacks", r.rollbacks}};
     if (r.step % loop.validate_every == 0 || last) {
       validation = trainer.validate();
       if (std::isfinite(validation)) line["validation_dice"] = validation;

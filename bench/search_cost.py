@@ -5,7 +5,8 @@ Runs the `search_cost` benchmarks of autoreg_bench, each in its own process (so 
 its peak memory is its own), and prints seconds per step, the ratio to the training
 step, the split of a search step into its ω, λ and α updates, and peak memory.
 
-    python3 bench/search_cost.py [--bench build/bin/autoreg_bench] [--threads 2] [--skip-darts] [--warmup 0.2]
+    python3 bench/search_cost.py [--bench build/bin/autoreg_bench] [--threads 2] [--skip-darts] [--warmup 0.5]
+                              [--cases default,second_order,whole_volumes,gdas,darts_full]
 
 The run average counts the warm-up's steps (the default network's path: a training
 step) at --warmup and the search's at the rest.
@@ -16,8 +17,8 @@ import subprocess
 import sys
 import tempfile
 
-CASES = ["train_step", "search_step/default", "search_step/weight_crop", "search_step/weight_crop_second_order",
-         "search_step/second_order", "search_step/gdas", "search_step/darts_full"]
+CASES = ["train_step", "search_step/default", "search_step/second_order", "search_step/whole_volumes",
+         "search_step/gdas", "search_step/darts_full"]
 
 
 def run(bench, case, threads):
@@ -33,12 +34,16 @@ def main():
     ap.add_argument("--bench", default="build/bin/autoreg_bench")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--skip-darts", action="store_true", help="leave out the full-supernet DARTS step (minutes)")
-    ap.add_argument("--warmup", type=float, default=0.2,
-                    help="warm-up share for the run average: warm-up steps train the default network (default 0.2)")
+    ap.add_argument("--cases", default="",
+                    help="comma-separated search_step cases to run (default: all; the training step always runs)")
+    ap.add_argument("--warmup", type=float, default=0.5,
+                    help="warm-up share for the run average: warm-up steps train the default network (default 0.5, the command's)")
     args = ap.parse_args()
     rows = {}
     for case in CASES:
         if args.skip_darts and case.endswith("darts_full"):
+            continue
+        if args.cases and case != "train_step" and case.split("/")[-1] not in args.cases.split(","):
             continue
         print(f"running {case}...", file=sys.stderr, flush=True)
         rows[case] = run(args.bench, case, args.threads)

@@ -5,6 +5,7 @@
 #include <c10/core/GradMode.h>
 #include <torch/optim/adam.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -62,11 +63,57 @@ Trainer::Trainer(Model& model, TrainingSet data, TrainOptions options)
   model_.network->to(device_);
   adam_ = std::make_unique<torch::optim::Adam>(model_.network->parameters(),
                                                torch::optim::AdamOptions(options_.learning_rate));
+  if (options_.spike_factor > 0) snapshot_ = state();
 }
 
 Trainer::~Trainer() = default;
 
+namespace {
+
+// A step not to apply: rolled back (TrainOptions::spike_factor).
+class Fault : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+}  // namespace
+
 StepReport Trainer::train_step() {
+  if (!(options_.spike_factor > 0)) return try_step();
+  while (true) {
+    try {
+      StepReport r = try_step();
+      if (step_ > last_fault_step_) rollbacks_in_a_row_ = 0;
+      ++gradient_samples_;
+      gradient_average_ += (r.gradient_norm - gradient_average_) /
+                           double(std::min(gradient_samples_, TrainOptions::kSpikeSamples));
+      r.rollbacks = rollbacks_;
+      if (step_ % TrainOptions::kSnapshotEvery == 0) snapshot_ = state();
+      return r;
+    } catch (const Fault& e) {
+      const int64_t at_step = step_ + 1;
+      const int64_t total = rollbacks_ + 1, in_a_row = rollbacks_in_a_row_ + 1;
+      const int64_t fault = std::max(last_fault_step_, at_step);
+      if (in_a_row > options_.max_rollbacks) {
+        throw std::runtime_error("training stopped: " + std::to_string(in_a_row) + " faulty steps in a row (" +
+                                 e.what() + " at step " + std::to_string(at_step) +
+                                 "), even at smaller learning rates; try a lower --lr");
+      }
+      const double scale = lr_scale_ * 0.5;
+      load_state(snapshot_, "(the last good state)");
+      lr_scale_ = scale;
+      rollbacks_ = total;
+      rollbacks_in_a_row_ = in_a_row;
+      last_fault_step_ = fault;
+      for (auto& group : adam_->param_groups()) {
+        static_cast<torch::optim::AdamOptions&>(group.options()).lr(options_.learning_rate * lr_scale_);
+      }
+      snapshot_ = state();
+    }
+  }
+}
+
+StepReport Trainer::try_step() {
   const at::Device& device = device_;
   // This step's randomness depends on (seed, step) alone: resuming repeats it exactly.
   std::mt19937_64 rng(options_.seed * 0x9E3779B97F4A7C15ULL + uint64_t(step_));
@@ -110,12 +157,27 @@ StepReport Trainer::train_step() {
     loss = loss + options_.dice_weight * d;
     dice_term = d.item<double>();
   }
+  StepReport r;
+  r.loss = loss.item<double>();
+  const bool guard = options_.spike_factor > 0;
+  if (guard && !std::isfinite(r.loss)) throw Fault("non-finite training loss");
   loss.backward();
+  double squared = 0;
+  for (const auto& w : model_.network->parameters()) {
+    if (w.grad().defined()) squared += w.grad().pow(2).sum().item<double>();
+  }
+  r.gradient_norm = std::sqrt(squared);
+  if (guard && !std::isfinite(r.gradient_norm)) throw Fault("non-finite gradient");
+  if (guard && gradient_samples_ >= TrainOptions::kSpikeSamples &&
+      r.gradient_norm > options_.spike_factor * gradient_average_) {
+    std::ostringstream why;
+    why << "gradient norm " << r.gradient_norm << " over " << options_.spike_factor << "× its running average "
+        << gradient_average_;
+    throw Fault(why.str());
+  }
   adam_->step();
   ++step_;
-  StepReport r;
   r.step = step_;
-  r.loss = loss.item<double>();
   r.similarity = sim.item<double>();
   r.smoothness = smooth.item<double>();
   r.dice = dice_term;
@@ -140,23 +202,43 @@ std::vector<std::pair<std::string, std::string>> Trainer::fingerprint() const {
       {"synthetic", text(options_.synthetic_fraction)},
       {"objective", options_.objective ? options_.objective->to_string() : "-"},
       {"seed", text(options_.seed)},
+      {"max-gradient-spike", text(options_.spike_factor)},
       {"training-subjects", text(data_.train.size())},
       {"validation-subjects", text(data_.validation.size())},
       {"atlas-mode", text(data_.atlas.has_value())}};
   return f;
 }
 
-void Trainer::save_checkpoint(const std::string& path) const {
+Archive Trainer::state() const {
   Archive a = model_archive(model_);
   a.fields.emplace_back("step", std::to_string(step_));
   save_run_fields(fingerprint(), a);
+  a.fields.emplace_back("guard.gradient_average", exact_text(gradient_average_));
+  a.fields.emplace_back("guard.gradient_samples", std::to_string(gradient_samples_));
+  a.fields.emplace_back("guard.lr_scale", exact_text(lr_scale_));
+  a.fields.emplace_back("guard.rollbacks", std::to_string(rollbacks_));
+  a.fields.emplace_back("guard.rollbacks_in_a_row", std::to_string(rollbacks_in_a_row_));
+  a.fields.emplace_back("guard.last_fault_step", std::to_string(last_fault_step_));
   save_adam_state(*adam_, model_.network->parameters(), "adam/", a);
-  write_archive(path, "CHECKPOINT", a);
+  for (auto& [name, t] : a.tensors) t = t.detach().cpu().clone();
+  return a;
+}
+
+void Trainer::save_checkpoint(const std::string& path) const {
+  // Also the state a fault rolls back to, as in a run resumed from it: both continue alike.
+  snapshot_ = state();
+  write_archive(path, "CHECKPOINT", snapshot_);
 }
 
 void Trainer::resume(const std::string& path) {
   const Archive a = read_archive(path, "CHECKPOINT");
-  check_run_fields(a, path, fingerprint(), "a run", {{"objective", "-"}});
+  // Checkpoints from before the guard ran without it.
+  check_run_fields(a, path, fingerprint(), "a run", {{"objective", "-"}, {"max-gradient-spike", "0"}});
+  load_state(a, path);
+  snapshot_ = a;
+}
+
+void Trainer::load_state(const Archive& a, const std::string& path) {
   // The network and its grid: the model fields the checkpoint carries.
   std::vector<std::pair<std::string, std::string>> model_fields;
   for (const auto& [key, now] : model_archive(model_).fields) {
@@ -170,10 +252,27 @@ void Trainer::resume(const std::string& path) {
   const auto theirs = loaded.network->parameters();
   for (size_t i = 0; i < mine.size(); ++i) mine[i].copy_(theirs[i]);
   load_adam_state(*adam_, mine, "adam/", tensors_by_name(a), device, path);
+  const auto number = [&](const std::string& key, double fallback) {
+    if (!a.has_field(key)) return fallback;
+    try {
+      return std::stod(a.field(key, path));
+    } catch (const std::logic_error&) {
+      throw ModelFileError(path + ": malformed " + key);
+    }
+  };
   try {
     step_ = std::stoll(a.field("step", path));
   } catch (const std::logic_error&) {
     throw ModelFileError(path + ": malformed step");
+  }
+  gradient_average_ = number("guard.gradient_average", 0);
+  gradient_samples_ = int64_t(number("guard.gradient_samples", 0));
+  lr_scale_ = number("guard.lr_scale", 1);
+  rollbacks_ = int64_t(number("guard.rollbacks", 0));
+  rollbacks_in_a_row_ = int64_t(number("guard.rollbacks_in_a_row", 0));
+  last_fault_step_ = int64_t(number("guard.last_fault_step", -1));
+  for (auto& group : adam_->param_groups()) {
+    static_cast<torch::optim::AdamOptions&>(group.options()).lr(options_.learning_rate * lr_scale_);
   }
 }
 

@@ -165,6 +165,33 @@ TEST(Training, ResumeRepeatsTheUninterruptedRun) {
   std::filesystem::remove(ckpt);
 }
 
+// A learning rate far too high makes the gradient spike or the loss non-finite: with the
+// guard each such step goes back to the last good state at half the rate, and training
+// completes with finite weights; without it the same run ends non-finite or far worse.
+TEST(Training, AGradientSpikeIsRolledBackAndTrainingCompletes) {
+  constexpr int64_t n = 16;
+  TrainingSet data = synthetic_set(n, 3);
+  data.atlas = Subject{"atlas", phantom(n), (phantom(n) * 3).floor().to(at::kInt)};
+  ModelInfo info;
+  info.grid = {n, n, n};
+  TrainOptions o;
+  o.learning_rate = 1e-3;
+  o.max_rollbacks = 30;
+  at::manual_seed(1);
+  Model model = make_model(info);
+  Trainer t(model, data, o);
+  // Learn a little at a sane rate (the running average), then at 300× it.
+  for (int s = 0; s < 12; ++s) EXPECT_EQ(t.train_step().rollbacks, 0);
+  // The guard's rate follows the options': a second trainer on these weights at lr 0.3.
+  o.learning_rate = 0.3;
+  Trainer fast(model, data, o);
+  StepReport r;
+  for (int s = 0; s < 40; ++s) r = fast.train_step();
+  EXPECT_GT(r.rollbacks, 0);
+  EXPECT_TRUE(std::isfinite(r.loss));
+  for (const auto& p : model.network->parameters()) EXPECT_TRUE(at::isfinite(p).all().item<bool>());
+}
+
 TEST(Training, SyntheticPairsLearnFromTheirLabelsAlone) {
   constexpr int64_t n = 16;
   TrainingSet data = synthetic_set(n, 2);

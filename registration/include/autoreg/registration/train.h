@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "autoreg/registration/archive.h"
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/objective.h"
 
@@ -52,11 +53,23 @@ struct TrainOptions {
   double synthetic_fraction = 0.0;       // share of steps whose moving image is synthesised
   uint64_t seed = 0;
   std::string device = "cpu";
+  // A step whose gradient norm exceeds this many times its running average (after
+  // kSpikeSamples steps) is a fault: the weights and Adam go back to the last good state
+  // (kept every kSnapshotEvery steps, and at every checkpoint), the learning rate halves,
+  // and training goes on; a non-finite loss or gradient is one too. More than
+  // max_rollbacks in a row stop the run. On OASIS-TRT a network trained 450 steps well
+  // and then warped everything away within 10 steps (smoothness term 0.03 → 2.8 → 4.9,
+  // soft Dice loss 0.64 → 1.0), every value finite. 0: off (a non-finite loss stops the run).
+  double spike_factor = 20;
+  int64_t max_rollbacks = 5;
+  static constexpr int64_t kSpikeSamples = 10, kSnapshotEvery = 10;
 };
 
 struct StepReport {
   int64_t step = 0;  // steps done, this one included
   double loss = 0, similarity = 0, smoothness = 0, dice = 0;  // dice: the soft Dice loss term
+  double gradient_norm = 0;
+  int64_t rollbacks = 0;  // so far (a rollback makes `step` go back)
 };
 
 class Trainer {
@@ -80,12 +93,20 @@ class Trainer {
 
  private:
   std::vector<std::pair<std::string, std::string>> fingerprint() const;
+  StepReport try_step();
+  Archive state() const;
+  void load_state(const Archive& a, const std::string& path);
   Model& model_;
   TrainingSet data_;
   TrainOptions options_;
   at::Device device_;
   std::unique_ptr<torch::optim::Adam> adam_;
   int64_t step_ = 0;
+  // The guard (spike_factor): the gradient norm's running average, the learning rate's
+  // scale, rollbacks, and the last good state; in checkpoints, so a resumed run repeats.
+  double gradient_average_ = 0, lr_scale_ = 1;
+  int64_t gradient_samples_ = 0, rollbacks_ = 0, rollbacks_in_a_row_ = 0, last_fault_step_ = -1;
+  mutable Archive snapshot_;
 };
 
 }  // namespace autoreg::registration

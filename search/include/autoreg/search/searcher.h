@@ -60,7 +60,7 @@ namespace autoreg::search {
 
 struct SearchOptions {
   int64_t steps = 1000;             // search steps, warm-up included
-  double warmup_fraction = 0.2;     // first steps in which only ω moves
+  double warmup_fraction = 0.5;     // first steps in which only ω moves (a training step's cost)
   // The warm-up trains the base genotype's path (its shared kernels' centres: every
   // candidate inherits them, mixed_edge.h) instead of sampled paths, which from random
   // weights train nothing (a sampled supernet's field shrank to zero on OASIS-TRT).
@@ -91,8 +91,11 @@ struct SearchOptions {
   // ω's steps on the supernet (after the warm-up) see a random box of the training pair,
   // this share of each axis (1: whole volumes). Patch training, as "partial channels"
   // (PC-DARTS, Xu et al. 2020) but over voxels: the mixed network's cost falls with the
-  // box's volume (0.6 per axis: 0.22 of it). The warm-up trains on whole volumes.
-  double weight_crop = 1.0;
+  // box's volume (0.6 per axis: 0.22 of it). The warm-up trains on whole volumes. With
+  // warmup_fraction 0.5 a search costs 1.85× training the default network as long
+  // (bench/search_cost.py); on OASIS-TRT two seeds at 2 mm found what the whole-volume
+  // search at 4 mm had found (D2_0 → conv_1x1).
+  double weight_crop = 0.6;
   int64_t architecture_every = 3;   // α updated every k-th step
   int64_t objective_every = 6;      // λ updated every k-th step
   double weight_lr = 1e-3;          // Adam on ω (train's recipe)
