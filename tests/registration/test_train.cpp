@@ -167,7 +167,7 @@ TEST(Training, ResumeRepeatsTheUninterruptedRun) {
 
 // A learning rate far too high makes the gradient spike or the loss non-finite: with the
 // guard each such step goes back to the last good state at half the rate, and training
-// completes with finite weights; without it the same run ends non-finite or far worse.
+// completes with finite weights.
 TEST(Training, AGradientSpikeIsRolledBackAndTrainingCompletes) {
   constexpr int64_t n = 16;
   TrainingSet data = synthetic_set(n, 3);
