@@ -31,7 +31,8 @@ Trainer::Trainer(Model& model, TrainingSet data, TrainOptions options)
     : model_(model),
       data_(std::move(data)),
       options_(std::move(options)),
-      device_(options_.device == "cuda" ? at::kCUDA : at::kCPU) {
+      device_(options_.device == "cuda" ? at::kCUDA : at::kCPU),
+      guard_(options_.spike_factor, options_.max_rollbacks) {
   check_similarity(options_.similarity);
   if (options_.device != "cpu" && options_.device != "cuda") {
     throw std::invalid_argument("device must be cpu or cuda, got '" + options_.device + "'");
@@ -68,48 +69,28 @@ Trainer::Trainer(Model& model, TrainingSet data, TrainOptions options)
 
 Trainer::~Trainer() = default;
 
-namespace {
-
-// A step not to apply: rolled back (TrainOptions::spike_factor).
-class Fault : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-}  // namespace
-
 StepReport Trainer::train_step() {
   if (!(options_.spike_factor > 0)) return try_step();
   while (true) {
     try {
       StepReport r = try_step();
-      if (step_ > last_fault_step_) rollbacks_in_a_row_ = 0;
-      ++gradient_samples_;
-      gradient_average_ += (r.gradient_norm - gradient_average_) /
-                           double(std::min(gradient_samples_, TrainOptions::kSpikeSamples));
-      r.rollbacks = rollbacks_;
+      guard_.accepted(step_, r.gradient_norm);
+      r.rollbacks = guard_.rollbacks();
       if (step_ % TrainOptions::kSnapshotEvery == 0) snapshot_ = state();
       return r;
-    } catch (const Fault& e) {
-      const int64_t at_step = step_ + 1;
-      const int64_t total = rollbacks_ + 1, in_a_row = rollbacks_in_a_row_ + 1;
-      const int64_t fault = std::max(last_fault_step_, at_step);
-      if (in_a_row > options_.max_rollbacks) {
-        throw std::runtime_error("training stopped: " + std::to_string(in_a_row) + " faulty steps in a row (" +
-                                 e.what() + " at step " + std::to_string(at_step) +
-                                 "), even at smaller learning rates; try a lower --lr");
-      }
-      const double scale = lr_scale_ * 0.5;
+    } catch (const StepFault& e) {
+      const FaultGuard::Record record = guard_.faulted(step_ + 1, e.what(), "training", "try a lower --lr");
       load_state(snapshot_, "(the last good state)");
-      lr_scale_ = scale;
-      rollbacks_ = total;
-      rollbacks_in_a_row_ = in_a_row;
-      last_fault_step_ = fault;
-      for (auto& group : adam_->param_groups()) {
-        static_cast<torch::optim::AdamOptions&>(group.options()).lr(options_.learning_rate * lr_scale_);
-      }
+      guard_.keep(record);
+      set_learning_rate();
       snapshot_ = state();
     }
+  }
+}
+
+void Trainer::set_learning_rate() {
+  for (auto& group : adam_->param_groups()) {
+    static_cast<torch::optim::AdamOptions&>(group.options()).lr(options_.learning_rate * guard_.lr_scale());
   }
 }
 
@@ -160,21 +141,15 @@ StepReport Trainer::try_step() {
   StepReport r;
   r.loss = loss.item<double>();
   const bool guard = options_.spike_factor > 0;
-  if (guard && !std::isfinite(r.loss)) throw Fault("non-finite training loss");
+  if (guard && !std::isfinite(r.loss)) throw StepFault("non-finite training loss");
   loss.backward();
-  double squared = 0;
+  std::vector<at::Tensor> gradients;
   for (const auto& w : model_.network->parameters()) {
-    if (w.grad().defined()) squared += w.grad().pow(2).sum().item<double>();
+    if (w.grad().defined()) gradients.push_back(w.grad().reshape({-1}));
   }
-  r.gradient_norm = std::sqrt(squared);
-  if (guard && !std::isfinite(r.gradient_norm)) throw Fault("non-finite gradient");
-  if (guard && gradient_samples_ >= TrainOptions::kSpikeSamples &&
-      r.gradient_norm > options_.spike_factor * gradient_average_) {
-    std::ostringstream why;
-    why << "gradient norm " << r.gradient_norm << " over " << options_.spike_factor << "× its running average "
-        << gradient_average_;
-    throw Fault(why.str());
-  }
+  // One reduction, one synchronisation.
+  r.gradient_norm = gradients.empty() ? 0.0 : at::cat(gradients).norm().item<double>();
+  if (guard) guard_.check(r.gradient_norm);
   adam_->step();
   ++step_;
   r.step = step_;
@@ -213,12 +188,7 @@ Archive Trainer::state() const {
   Archive a = model_archive(model_);
   a.fields.emplace_back("step", std::to_string(step_));
   save_run_fields(fingerprint(), a);
-  a.fields.emplace_back("guard.gradient_average", exact_text(gradient_average_));
-  a.fields.emplace_back("guard.gradient_samples", std::to_string(gradient_samples_));
-  a.fields.emplace_back("guard.lr_scale", exact_text(lr_scale_));
-  a.fields.emplace_back("guard.rollbacks", std::to_string(rollbacks_));
-  a.fields.emplace_back("guard.rollbacks_in_a_row", std::to_string(rollbacks_in_a_row_));
-  a.fields.emplace_back("guard.last_fault_step", std::to_string(last_fault_step_));
+  guard_.save(a, "guard.");
   save_adam_state(*adam_, model_.network->parameters(), "adam/", a);
   for (auto& [name, t] : a.tensors) t = t.detach().cpu().clone();
   return a;
@@ -252,28 +222,13 @@ void Trainer::load_state(const Archive& a, const std::string& path) {
   const auto theirs = loaded.network->parameters();
   for (size_t i = 0; i < mine.size(); ++i) mine[i].copy_(theirs[i]);
   load_adam_state(*adam_, mine, "adam/", tensors_by_name(a), device, path);
-  const auto number = [&](const std::string& key, double fallback) {
-    if (!a.has_field(key)) return fallback;
-    try {
-      return std::stod(a.field(key, path));
-    } catch (const std::logic_error&) {
-      throw ModelFileError(path + ": malformed " + key);
-    }
-  };
   try {
     step_ = std::stoll(a.field("step", path));
   } catch (const std::logic_error&) {
     throw ModelFileError(path + ": malformed step");
   }
-  gradient_average_ = number("guard.gradient_average", 0);
-  gradient_samples_ = int64_t(number("guard.gradient_samples", 0));
-  lr_scale_ = number("guard.lr_scale", 1);
-  rollbacks_ = int64_t(number("guard.rollbacks", 0));
-  rollbacks_in_a_row_ = int64_t(number("guard.rollbacks_in_a_row", 0));
-  last_fault_step_ = int64_t(number("guard.last_fault_step", -1));
-  for (auto& group : adam_->param_groups()) {
-    static_cast<torch::optim::AdamOptions&>(group.options()).lr(options_.learning_rate * lr_scale_);
-  }
+  guard_.load(a, path, "guard.");
+  set_learning_rate();
 }
 
 }  // namespace autoreg::registration

@@ -206,14 +206,14 @@ at::Tensor Searcher::objective_hypergradient(const TrainingPair& train, const Tr
   SearchStep r;
   const at::Tensor lambda = this->lambda();
   train_gradient(train, lambda, r);
-  return objective_gradient(train, val, lambda, options_.weight_lr * lr_scale_, r);
+  return objective_gradient(train, val, lambda, options_.weight_lr * guard_.lr_scale(), r);
 }
 
 at::Tensor Searcher::architecture_gradient(const TrainingPair& train, const TrainingPair& val) {
   SearchStep r;
   const at::Tensor lambda = this->lambda();
   train_gradient(train, lambda, r);
-  return architecture_gradient(train, val, lambda, options_.weight_lr * lr_scale_, r);
+  return architecture_gradient(train, val, lambda, options_.weight_lr * guard_.lr_scale(), r);
 }
 
 }  // namespace autoreg::search

@@ -17,10 +17,7 @@ namespace detail {
 inline constexpr double kAdamBeta2 = 0.999, kAdamEps = 1e-8;  // torch's Adam defaults, used for ω
 
 // A step that met a non-finite loss or gradient: rolled back, never applied.
-class NonFinite : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+using NonFinite = registration::StepFault;
 
 inline bool finite(const at::Tensor& t) { return !t.defined() || at::isfinite(t).all().item<bool>(); }
 

@@ -71,13 +71,7 @@ registration::Archive Searcher::state() const {
   registration::save_run_fields(fingerprint(), a);
   a.fields.emplace_back("search.step", std::to_string(step_));
   a.fields.emplace_back("search.steps", std::to_string(options_.steps));
-  a.fields.emplace_back("search.lr_scale", text(lr_scale_));
-  a.fields.emplace_back("search.rollbacks", std::to_string(rollbacks_));
-  a.fields.emplace_back("search.rollbacks_in_a_row", std::to_string(rollbacks_in_a_row_));
-  a.fields.emplace_back("search.last_fault_step", std::to_string(last_fault_step_));
-  a.fields.emplace_back("search.gradient_average", text(gradient_average_));
-  a.fields.emplace_back("search.gradient_samples", std::to_string(gradient_samples_));
-  a.fields.emplace_back("search.gradient_phase", gradient_phase_.empty() ? "-" : gradient_phase_);
+  guard_.save(a, "search.");
   a.fields.emplace_back("search.fixed_genotype", fixed_genotype_ ? fixed_genotype_->to_string() : "-");
   for (const auto& [key, value] : notes) a.fields.emplace_back("note." + key, value);
   for (const auto& p : supernet_->network_ptr()->named_parameters()) {
@@ -116,29 +110,9 @@ void Searcher::load_state(const registration::Archive& a, const std::string& pat
   registration::load_adam_state(*objective_adam_, {rho_}, "adam_lambda/", stored, at::kCPU, path);
   step_ = integer(a, "search.step", path);
   options_.steps = integer(a, "search.steps", path);
-  rollbacks_ = integer(a, "search.rollbacks", path);
-  rollbacks_in_a_row_ = integer(a, "search.rollbacks_in_a_row", path);
-  last_fault_step_ = integer(a, "search.last_fault_step", path);
-  try {
-    lr_scale_ = std::stod(a.field("search.lr_scale", path));
-  } catch (const std::logic_error&) {
-    throw ModelFileError(path + ": malformed field search.lr_scale");
-  }
-  // The spike guard's running average (absent from checkpoints written before it: it
-  // starts again with the next phase).
-  gradient_average_ = 0;
-  gradient_samples_ = 0;
-  gradient_phase_.clear();
-  if (a.has_field("search.gradient_samples")) {
-    gradient_samples_ = integer(a, "search.gradient_samples", path);
-    try {
-      gradient_average_ = std::stod(a.field("search.gradient_average", path));
-    } catch (const std::logic_error&) {
-      throw ModelFileError(path + ": malformed field search.gradient_average");
-    }
-    const std::string phase = a.field("search.gradient_phase", path);
-    gradient_phase_ = phase == "-" ? "" : phase;
-  }
+  // The guard (its running average absent from checkpoints written before it: it starts
+  // again with the next phase).
+  guard_.load(a, path, "search.");
   const std::string fixed = a.field("search.fixed_genotype", path);
   try {
     fixed_genotype_ = fixed == "-" ? std::nullopt : std::optional(registration::Genotype::parse(fixed));

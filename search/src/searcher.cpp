@@ -33,7 +33,8 @@ Searcher::Searcher(registration::TrainingSet data, const registration::ModelInfo
       options_(std::move(options)),
       costs_(std::move(costs)),
       device_(options_.device == "cuda" ? at::kCUDA : at::kCPU),
-      dtype_(options_.float64 ? at::kDouble : at::kFloat) {
+      dtype_(options_.float64 ? at::kDouble : at::kFloat),
+      guard_(options_.spike_factor, options_.max_rollbacks) {
   const auto& o = options_;
   if (o.mode != "joint" && o.mode != "sequential") throw std::invalid_argument("mode must be joint or sequential, got '" + o.mode + "'");
   if (o.order != "first" && o.order != "second") throw std::invalid_argument("order must be first or second, got '" + o.order + "'");
@@ -234,38 +235,15 @@ SearchStep Searcher::step() {
   while (true) {
     try {
       SearchStep r = try_step();
-      if (step_ > last_fault_step_) rollbacks_in_a_row_ = 0;
-      r.rollbacks = rollbacks_;
-      // ω's gradient norm: the mean of a phase's first kSpikeSamples steps, then a running
-      // average with that horizon.
-      if (r.phase != gradient_phase_) {
-        gradient_phase_ = r.phase;
-        gradient_samples_ = 0;
-        gradient_average_ = 0;
-      }
-      ++gradient_samples_;
-      gradient_average_ += (r.gradient_norm - gradient_average_) /
-                           double(std::min(gradient_samples_, SearchOptions::kSpikeSamples));
-      r.gradient_average = gradient_average_;
+      guard_.accepted(step_, r.gradient_norm, r.phase);
+      r.rollbacks = guard_.rollbacks();
+      r.gradient_average = guard_.gradient_average();
       if (step_ % options_.snapshot_every == 0) snapshot_ = state();
       return r;
-    } catch (const NonFinite& e) {
-      const int64_t at_step = step_ + 1;
-      ++rollbacks_;
-      ++rollbacks_in_a_row_;
-      last_fault_step_ = std::max(last_fault_step_, at_step);
-      const int64_t in_a_row = rollbacks_in_a_row_, total = rollbacks_, fault = last_fault_step_;
-      if (in_a_row > options_.max_rollbacks) {
-        throw std::runtime_error("the search stopped: " + std::to_string(in_a_row) + " faulty steps in a row (" +
-                                 e.what() + " at step " + std::to_string(at_step) +
-                                 "), even at smaller step sizes; try a lower --lr");
-      }
-      const double scale = lr_scale_ * 0.5;
+    } catch (const registration::StepFault& e) {
+      const auto record = guard_.faulted(step_ + 1, e.what(), "the search", "try a lower --lr");
       load_state(snapshot_, "(the last good state)");
-      lr_scale_ = scale;
-      rollbacks_ = total;
-      rollbacks_in_a_row_ = in_a_row;
-      last_fault_step_ = fault;
+      guard_.keep(record);
       set_learning_rates();
       snapshot_ = state();
     }
@@ -274,7 +252,7 @@ SearchStep Searcher::step() {
 
 void Searcher::set_learning_rates() {
   const auto set = [&](torch::optim::Adam& adam, double lr) {
-    for (auto& group : adam.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr * lr_scale_);
+    for (auto& group : adam.param_groups()) static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr * guard_.lr_scale());
   };
   set(*weights_adam_, options_.weight_lr);
   set(*architecture_adam_, options_.architecture_lr);
@@ -324,14 +302,8 @@ SearchStep Searcher::try_step() {
   const TrainingPair weight_pair = crop_weights ? registration::crop_pair(train, options_.weight_crop, rng) : train;
   r.weight_voxels = weight_pair.fixed.numel();
   r.loss = train_gradient(weight_pair, lambda, r);
-  if (options_.spike_factor > 0 && r.phase == gradient_phase_ && gradient_samples_ >= SearchOptions::kSpikeSamples &&
-      r.gradient_norm > options_.spike_factor * gradient_average_) {
-    std::ostringstream why;
-    why << "ω's gradient norm " << r.gradient_norm << " is over " << options_.spike_factor
-        << "× its running average " << gradient_average_ << " (diverging)";
-    throw NonFinite(why.str());
-  }
-  const double eta = options_.weight_lr * lr_scale_;
+  guard_.check(r.gradient_norm, r.phase);  // ω's, before clipping
+  const double eta = options_.weight_lr * guard_.lr_scale();
   r.seconds_weights = since(t0);
 
   t0 = clock();

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "autoreg/registration/archive.h"
+#include "autoreg/registration/fault_guard.h"
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/objective.h"
 
@@ -53,16 +54,16 @@ struct TrainOptions {
   double synthetic_fraction = 0.0;       // share of steps whose moving image is synthesised
   uint64_t seed = 0;
   std::string device = "cpu";
-  // A step whose gradient norm exceeds this many times its running average (after
-  // kSpikeSamples steps) is a fault: the weights and Adam go back to the last good state
-  // (kept every kSnapshotEvery steps, and at every checkpoint), the learning rate halves,
-  // and training goes on; a non-finite loss or gradient is one too. More than
-  // max_rollbacks in a row stop the run. On OASIS-TRT a network trained 450 steps well
-  // and then warped everything away within 10 steps (smoothness term 0.03 → 2.8 → 4.9,
-  // soft Dice loss 0.64 → 1.0), every value finite. 0: off (a non-finite loss stops the run).
+  // A step whose gradient norm exceeds this many times its running average is a fault
+  // (fault_guard.h): the weights and Adam go back to the last good state (kept every
+  // kSnapshotEvery steps, and at every checkpoint), the learning rate halves, and training
+  // goes on; a non-finite loss or gradient is one too. More than max_rollbacks in a row
+  // stop the run. On OASIS-TRT a network trained 450 steps well and then warped
+  // everything away within 10 steps (smoothness term 0.03 → 2.8 → 4.9, soft Dice loss
+  // 0.64 → 1.0), every value finite. 0: off (a non-finite loss stops the run).
   double spike_factor = 20;
   int64_t max_rollbacks = 5;
-  static constexpr int64_t kSpikeSamples = 10, kSnapshotEvery = 10;
+  static constexpr int64_t kSnapshotEvery = 10;
 };
 
 struct StepReport {
@@ -102,10 +103,9 @@ class Trainer {
   at::Device device_;
   std::unique_ptr<torch::optim::Adam> adam_;
   int64_t step_ = 0;
-  // The guard (spike_factor): the gradient norm's running average, the learning rate's
-  // scale, rollbacks, and the last good state; in checkpoints, so a resumed run repeats.
-  double gradient_average_ = 0, lr_scale_ = 1;
-  int64_t gradient_samples_ = 0, rollbacks_ = 0, rollbacks_in_a_row_ = 0, last_fault_step_ = -1;
+  void set_learning_rate();
+  // spike_factor's guard (in checkpoints, so a resumed run repeats) and the last good state.
+  FaultGuard guard_;
   mutable Archive snapshot_;
 };
 

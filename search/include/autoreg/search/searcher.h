@@ -139,9 +139,8 @@ struct SearchOptions {
   // average in the phase is a fault, rolled back like a non-finite one: clipping bounds
   // one step, not a run of them, and a diverging supernet (gradient norm 0.4 → 16 → 900
   // in 20 steps on OASIS-TRT) warps everything away long before anything is non-finite.
-  // Checked after kSpikeSamples steps of a phase. 0: off.
+  // Checked after FaultGuard::kSpikeSamples steps of a phase. 0: off.
   double spike_factor = 20;
-  static constexpr int64_t kSpikeSamples = 10;
   int64_t snapshot_every = 10;      // steps between in-memory good states
   // The virtual step ω' follows Adam's preconditioner (false: a plain gradient step, as
   // DARTS with SGD).
@@ -263,14 +262,9 @@ class Searcher {
   at::Tensor rho_;  // log λ, 5, CPU float64
   std::unique_ptr<torch::optim::Adam> weights_adam_, architecture_adam_, objective_adam_;
   std::optional<registration::Genotype> fixed_genotype_;  // sequential mode, objective phase
+  registration::FaultGuard guard_;  // spike_factor, max_rollbacks; step sizes' scale
   int64_t step_ = 0;
-  double lr_scale_ = 1;
-  int64_t rollbacks_ = 0, rollbacks_in_a_row_ = 0, last_fault_step_ = -1;
   bool injected_ = false, spiked_ = false;
-  // ω's gradient norm: running average over the steps of the current phase (spike_factor).
-  double gradient_average_ = 0;
-  int64_t gradient_samples_ = 0;
-  std::string gradient_phase_;
   void keep_objective_scale(double mean_log_before);
   double mean_searched_log_lambda() const;
   int searched_term_count() const;

@@ -1,0 +1,101 @@
+// The divergence guard that training and the search share: what is a fault, what a fault
+// does to the step sizes and counts, when it gives up, and its checkpoint fields.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "autoreg/registration/fault_guard.h"
+
+namespace autoreg::registration {
+namespace {
+
+bool faults(const FaultGuard& g, double norm, const std::string& phase = "") {
+  try {
+    g.check(norm, phase);
+    return false;
+  } catch (const StepFault&) {
+    return true;
+  }
+}
+
+TEST(FaultGuard, ASpikeIsAFaultOnlyAfterEnoughStepsOfItsPhase) {
+  FaultGuard g(20, 5);
+  EXPECT_TRUE(faults(g, std::numeric_limits<double>::quiet_NaN()));
+  EXPECT_TRUE(faults(g, std::numeric_limits<double>::infinity()));
+  for (int s = 1; s < FaultGuard::kSpikeSamples; ++s) {
+    g.accepted(s, 1.0, "warmup");
+    EXPECT_FALSE(faults(g, 1000, "warmup")) << "after " << s << " steps";
+  }
+  g.accepted(FaultGuard::kSpikeSamples, 1.0, "warmup");
+  EXPECT_DOUBLE_EQ(g.gradient_average(), 1.0);
+  EXPECT_FALSE(faults(g, 19.9, "warmup"));
+  EXPECT_TRUE(faults(g, 20.1, "warmup"));
+  // A new phase starts its own average: no spike is judged on the old one.
+  EXPECT_FALSE(faults(g, 1000, "search"));
+  g.accepted(11, 50.0, "search");
+  EXPECT_DOUBLE_EQ(g.gradient_average(), 50.0);
+  // Off: only non-finite norms.
+  FaultGuard off(0, 5);
+  for (int s = 1; s <= 20; ++s) off.accepted(s, 1.0);
+  EXPECT_FALSE(faults(off, 1e9));
+  EXPECT_TRUE(faults(off, std::nan("")));
+}
+
+TEST(FaultGuard, FaultsHalveTheStepSizeAndTooManyInARowStopTheRun) {
+  FaultGuard g(20, 2);
+  g.keep(g.faulted(5, "why", "training", "try a lower --lr"));
+  EXPECT_DOUBLE_EQ(g.lr_scale(), 0.5);
+  g.keep(g.faulted(5, "why", "training", "try a lower --lr"));
+  EXPECT_DOUBLE_EQ(g.lr_scale(), 0.25);
+  EXPECT_EQ(g.rollbacks(), 2);
+  try {
+    g.faulted(5, "gradient norm 900", "training", "try a lower --lr");
+    FAIL() << "a third fault in a row with max_rollbacks 2";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "training stopped: 3 faulty steps in a row (gradient norm 900 at step 5), even at smaller step sizes; "
+              "try a lower --lr");
+  }
+  // A good step past the faulty one ends the run of faults; the total and the scale stay.
+  g.accepted(5, 1.0);
+  g.accepted(6, 1.0);
+  g.keep(g.faulted(9, "why", "training", ""));
+  g.keep(g.faulted(9, "why", "training", ""));
+  EXPECT_EQ(g.rollbacks(), 4);
+  EXPECT_DOUBLE_EQ(g.lr_scale(), 0.0625);
+}
+
+TEST(FaultGuard, ItsFieldsRoundTripAndOldCheckpointsReadAsAFreshGuard) {
+  FaultGuard g(20, 5);
+  for (int s = 1; s <= 12; ++s) g.accepted(s, 0.1 * s, "search");
+  g.keep(g.faulted(13, "why", "the search", ""));
+  Archive a;
+  g.save(a, "guard.");
+  FaultGuard back(20, 5);
+  back.load(a, "x.ckpt", "guard.");
+  EXPECT_EQ(back.gradient_average(), g.gradient_average());
+  EXPECT_EQ(back.lr_scale(), 0.5);
+  EXPECT_EQ(back.rollbacks(), 1);
+  EXPECT_EQ(faults(back, 100, "search"), faults(g, 100, "search"));
+  EXPECT_EQ(faults(back, 100, "search"), true);
+
+  FaultGuard fresh(20, 5);
+  fresh.load(Archive{}, "old.ckpt", "guard.");
+  EXPECT_EQ(fresh.lr_scale(), 1);
+  EXPECT_EQ(fresh.rollbacks(), 0);
+
+  for (auto& [key, value] : a.fields) {
+    if (key == "guard.lr_scale") value = "half";
+  }
+  try {
+    back.load(a, "x.ckpt", "guard.");
+    FAIL();
+  } catch (const ModelFileError& e) {
+    EXPECT_EQ(std::string(e.what()), "x.ckpt: malformed field guard.lr_scale 'half'");
+  }
+}
+
+}  // namespace
+}  // namespace autoreg::registration
