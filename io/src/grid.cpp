@@ -6,6 +6,7 @@
 #include <itkNearestNeighborInterpolateImageFunction.h>
 #include <itkResampleImageFilter.h>
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <cmath>
@@ -118,6 +119,24 @@ Geometry with_orientation(const Geometry& g, const std::string& code) {
     }
   }
   return out;
+}
+
+std::string orientation_code(const Geometry& g) {
+  // LPS row r, positive / negative: the letter.
+  static const char kPlus[] = {'L', 'P', 'S'}, kMinus[] = {'R', 'A', 'I'};
+  std::array<int, 3> rows{0, 1, 2}, best{};
+  double best_score = -1;
+  do {  // the axis a points along LPS row rows[a]
+    double score = 0;
+    for (int a = 0; a < 3; ++a) score += std::abs(g.direction[rows[a] * 3 + a]);
+    if (score > best_score + 1e-12) {
+      best_score = score;
+      best = rows;
+    }
+  } while (std::next_permutation(rows.begin(), rows.end()));
+  std::string code(3, ' ');
+  for (int a = 0; a < 3; ++a) code[a] = g.direction[best[a] * 3 + a] >= 0 ? kPlus[best[a]] : kMinus[best[a]];
+  return code;
 }
 
 at::Tensor physical_points(const Geometry& g) {

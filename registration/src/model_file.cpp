@@ -35,6 +35,24 @@ bool flag(const std::string& text, const std::string& key, const std::string& pa
   throw ModelFileError(path + ": field '" + key + "' should be 0 or 1, got '" + text + "'");
 }
 
+// Three letters, one of each pair R/L, A/P, S/I.
+bool valid_orientation(const std::string& code) {
+  if (code.size() != 3) return false;
+  static const std::string kPairs[] = {"RL", "AP", "SI"};
+  int seen[3] = {0, 0, 0};
+  for (char c : code) {
+    bool known = false;
+    for (int p = 0; p < 3; ++p) {
+      if (kPairs[p].find(c) != std::string::npos) {
+        ++seen[p];
+        known = true;
+      }
+    }
+    if (!known) return false;
+  }
+  return seen[0] == 1 && seen[1] == 1 && seen[2] == 1;
+}
+
 }  // namespace
 
 Model make_model(const ModelInfo& info) {
@@ -64,6 +82,7 @@ Archive model_archive(const Model& model) {
               {"grid", join(i.grid)},
               {"spacing_mm", join(i.spacing)},
               {"normalization_percentiles", join(i.normalization)}};
+  if (!i.orientation.empty()) a.fields.emplace_back("orientation", i.orientation);
   for (const auto& [key, value] : i.notes) {
     std::string v = value;
     for (char& c : v) {
@@ -89,6 +108,13 @@ Model model_from_archive(const Archive& a, const std::string& path) {
   info.grid = split<int64_t, 3>(a.field("grid", path), "grid", path);
   info.spacing = split<double, 3>(a.field("spacing_mm", path), "spacing_mm", path);
   info.normalization = split<double, 2>(a.field("normalization_percentiles", path), "normalization_percentiles", path);
+  if (a.has_field("orientation")) {
+    info.orientation = a.field("orientation", path);
+    if (!valid_orientation(info.orientation)) {
+      throw ModelFileError(path + ": malformed orientation '" + info.orientation +
+                           "' (three letters, one of R/L, A/P, S/I each)");
+    }
+  }
   for (const auto& [key, value] : a.fields) {
     if (key.rfind("note.", 0) == 0) info.notes[key.substr(5)] = value;
   }

@@ -11,6 +11,7 @@
 #include <random>
 #include <sstream>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "autoreg/ops.h"
 #include "autoreg/registration/augment.h"
@@ -214,7 +215,10 @@ void Trainer::load_state(const Archive& a, const std::string& path) {
   for (const auto& [key, now] : model_archive(model_).fields) {
     if (key.rfind("note.", 0) != 0) model_fields.emplace_back(key, now);
   }
-  check_run_fields(a, path, model_fields, "a run", {}, "");
+  // Checkpoints from before models kept their frame's orientation: the same frame.
+  std::unordered_map<std::string, std::string> absent;
+  if (!model_.info.orientation.empty()) absent["orientation"] = model_.info.orientation;
+  check_run_fields(a, path, model_fields, "a run", absent, "");
   Model loaded = model_from_archive(a, path);
   const at::Device& device = device_;
   c10::AutoGradMode no_grad(false);

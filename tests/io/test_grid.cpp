@@ -106,5 +106,22 @@ TEST(Orientation, CodeSetsDirectionsAndKeepsTheCentre) {
   }
 }
 
+// orientation_code names a grid's axes as with_orientation reads them; an oblique grid
+// gets the nearest code.
+TEST(Grid, OrientationCodeInvertsWithOrientation) {
+  Geometry g;
+  g.size = {10, 20, 30};
+  for (const char* code : {"LPS", "RAS", "LIA", "ASL", "SLP", "IRP"}) {
+    EXPECT_EQ(io::orientation_code(io::with_orientation(g, code)), code);
+  }
+  // LPS rotated 20° about z: still LPS; 70°: i points mostly along P, j along R.
+  const double pi = std::acos(-1.0);
+  for (const auto& [degrees, want] : {std::pair<double, const char*>{20, "LPS"}, {70, "PRS"}}) {
+    const double c = std::cos(degrees * pi / 180), s = std::sin(degrees * pi / 180);
+    g.direction = {c, -s, 0, s, c, 0, 0, 0, 1};
+    EXPECT_EQ(io::orientation_code(g), want) << degrees;
+  }
+}
+
 }  // namespace
 }  // namespace autoreg::test

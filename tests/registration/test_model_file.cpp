@@ -163,6 +163,25 @@ TEST_F(ModelFile, CorruptWeightsOrHeader) {
   }
   write_archive(p, "MODEL", a);
   EXPECT_NE(error_of(p).find("'grid'"), std::string::npos) << error_of(p);
+  // An orientation that names an axis twice.
+  a = model_archive(load_model(path("ok.autoreg")));
+  a.fields.emplace_back("orientation", "LLS");
+  write_archive(p, "MODEL", a);
+  EXPECT_NE(error_of(p).find("malformed orientation 'LLS'"), std::string::npos) << error_of(p);
+}
+
+// The frame's axes travel with the model; a model without them (written before) reads
+// with none.
+TEST_F(ModelFile, KeepsItsFramesOrientation) {
+  const std::string p = path("m.autoreg");
+  const Model a = saved_model(p);
+  EXPECT_EQ(load_model(p).info.orientation, "");
+  EXPECT_EQ(read(p).find("orientation"), std::string::npos);
+  Model b = a;
+  b.info.orientation = "ASL";
+  save_model(p, b);
+  EXPECT_EQ(load_model(p).info.orientation, "ASL");
+  EXPECT_NE(read(p).find("\norientation ASL\n"), std::string::npos);
 }
 
 // Format 1 (checksum of the data alone; the default model as first committed) is read.

@@ -49,7 +49,7 @@ std::string cache_key(const Context& c, const io::ManifestRow& row) {
   s.precision(17);
   s << "v1|" << stamp(row.image) << "|" << stamp(row.labels) << "|" << c.reference_stamp;
   for (int d = 0; d < 3; ++d) s << "|" << c.info.grid[d] << "|" << c.info.spacing[d];
-  s << "|" << c.info.normalization[0] << "|" << c.info.normalization[1];
+  s << "|" << c.info.normalization[0] << "|" << c.info.normalization[1] << "|" << c.info.orientation;
   for (auto n : c.options.affine.iterations) s << "|" << n;
   s << "|" << c.options.affine.similarity;
   char hex[32];
@@ -147,6 +147,8 @@ registration::TrainingSet load_training_set(const io::Manifest& manifest, regist
       info.grid[d] = (n + size_multiple - 1) / size_multiple * size_multiple;
     }
   }
+  // The frame's axes: the reference's, kept in the model (register uses them for any input).
+  if (info.orientation.empty()) info.orientation = io::orientation_code(reference.geometry);
   Context c{info, options, stamp(reference_row.image), reference, model_frame(reference, info), {}};
 
   registration::TrainingSet set;

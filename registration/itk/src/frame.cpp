@@ -43,18 +43,22 @@ io::Geometry model_frame(const io::Volume& fixed, const registration::ModelInfo&
   const Box box = foreground_box(fixed.data, fixed.data, 0);
   const io::Geometry& g = fixed.geometry;
   io::Geometry frame;
-  frame.direction = g.direction;
-  std::array<double, 3> centre_mm{};  // along the fixed axes i, j, k, from voxel 0
   for (int a = 0; a < 3; ++a) {
-    const int t = 2 - a;  // tensor dimension of axis a
-    frame.size[a] = info.grid[t];
-    frame.spacing[a] = info.spacing[t];
-    const double centre_index = 0.5 * double(box[t][0] + box[t][1] - 1);
-    centre_mm[a] = g.spacing[a] * centre_index - frame.spacing[a] * 0.5 * double(frame.size[a] - 1);
+    frame.size[a] = info.grid[2 - a];  // tensor dimension 2 - a is axis a
+    frame.spacing[a] = info.spacing[2 - a];
+  }
+  frame.direction = info.orientation.empty() ? g.direction : io::with_orientation(g, info.orientation).direction;
+  // The foreground box's centre, physical, and the frame's centre on it.
+  std::array<double, 3> centre = g.origin;
+  for (int a = 0; a < 3; ++a) {
+    const double index = 0.5 * double(box[2 - a][0] + box[2 - a][1] - 1);
+    for (int r = 0; r < 3; ++r) centre[r] += g.direction[3 * r + a] * g.spacing[a] * index;
   }
   for (int r = 0; r < 3; ++r) {
-    frame.origin[r] = g.origin[r];
-    for (int a = 0; a < 3; ++a) frame.origin[r] += g.direction[3 * r + a] * centre_mm[a];
+    frame.origin[r] = centre[r];
+    for (int a = 0; a < 3; ++a) {
+      frame.origin[r] -= frame.direction[3 * r + a] * frame.spacing[a] * 0.5 * double(frame.size[a] - 1);
+    }
   }
   return frame;
 }

@@ -49,6 +49,11 @@ at::Tensor sample_at(const Volume& volume, const at::Tensor& points);
 // for a malformed code.
 Geometry with_orientation(const Geometry& grid, const std::string& code);
 
+// The orientation code nearest to the grid's axes (with_orientation's letters): for an
+// oblique grid, the assignment of anatomical directions to voxel axes with the largest
+// total |cosine|. Inverse of with_orientation on grids that are not oblique.
+std::string orientation_code(const Geometry& grid);
+
 // Robust intensity normalisation: the `lower` and `upper` percentiles of the voxel
 // values map to 0 and 1, and values beyond are clipped. Defaults ignore outliers
 // (bright vessels, dark background noise) without a mask.

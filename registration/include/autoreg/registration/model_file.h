@@ -22,6 +22,12 @@ struct ModelInfo {
   std::array<double, 3> spacing{2, 2, 2};   // mm along D, H, W
   // How intensities are mapped before the network: percentiles to 0 and 1, clipped.
   std::array<double, 2> normalization{0.5, 99.5};
+  // The anatomical directions of the grid's axes W, H, D (voxel i, j, k) as an
+  // orientation code (io::with_orientation's letters: "ASL" = i towards Anterior, j
+  // Superior, k Left), the axes of the volumes it was trained on: the model frame of any
+  // fixed image uses these axes, so the network sees anatomy as in training whatever the
+  // input's voxel order. Empty (models from before): the fixed image's own axes.
+  std::string orientation;
   std::map<std::string, std::string> notes;  // training recipe and results, for people
 };
 

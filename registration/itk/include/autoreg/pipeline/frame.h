@@ -1,5 +1,5 @@
-// Where a model's network works: the model frame of a fixed image (the model's grid size
-// and spacing, the fixed image's axes, centred on its foreground), volumes seen on it,
+// Where a model's network works: the model frame of a fixed image (the model's grid size,
+// spacing and axes, centred on the fixed image's foreground), volumes seen on it,
 // and the network's field brought back to the fixed grid. Training (preprocessing to the
 // model grid) and `register --model` both go through these, so that a model sees at
 // inference what it saw in training.
@@ -27,7 +27,8 @@ at::Tensor crop(const at::Tensor& t, const Box& box);  // contiguous
 at::Tensor uncrop_replicate(const at::Tensor& inside, const Box& box, at::IntArrayRef full_size);
 
 // The model grid for a fixed image (intensities normalised): info.grid voxels of
-// info.spacing mm along the fixed image's own axes, centred on its foreground box.
+// info.spacing mm along the anatomical axes info.orientation names (the fixed image's
+// own axes when it names none), centred on the fixed image's foreground box.
 io::Geometry model_frame(const io::Volume& fixed, const registration::ModelInfo& info);
 
 // `volume` sampled at the frame's voxels mapped through `affine` (4×4 float64, frame →
