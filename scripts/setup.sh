@@ -21,6 +21,7 @@ TORCH_VERSION=$(cat "$(dirname "$0")/torch-version")
 APT_PACKAGES=(build-essential cmake ninja-build ccache git python3 python3-venv
   libinsighttoolkit5-dev libtclap-dev nlohmann-json3-dev libgtest-dev libgmock-dev
   libbenchmark-dev
+  libdeflate-dev   # the parallel .nii.gz writer
   libgdcm-tools    # GDCM's CMake package (pulled in by ITK) names its tools
   elastix)         # the reference bench/register_e2e.py compares against
 

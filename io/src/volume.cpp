@@ -1,5 +1,6 @@
 #include "autoreg/io/volume.h"
 
+#include <ATen/Parallel.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/isfinite.h>
 #include <itkGDCMImageIO.h>
@@ -18,6 +19,7 @@
 #include <itkTransformFactoryBase.h>
 #include <itkTxtTransformIOFactory.h>
 
+#include "gzip_file.h"
 #include "itk_bridge.h"
 
 #include <atomic>
@@ -94,6 +96,24 @@ void write_atomically(const std::string& path,
     throw;
   }
   if (metaimage_pair) fs::remove_all(tmp_dir, ec);
+}
+
+void write_compressed(const std::string& tmp, const std::function<void(const std::string&, bool)>& write) {
+  const std::string gz = ".nii.gz";
+  if (tmp.size() <= gz.size() || tmp.compare(tmp.size() - gz.size(), gz.size(), gz) != 0) {
+    write(tmp, true);
+    return;
+  }
+  const std::string plain = tmp.substr(0, tmp.size() - 3);  // "….nii": ITK writes it uncompressed
+  struct Remove {
+    const std::string& path;
+    ~Remove() {
+      std::error_code ec;
+      fs::remove(path, ec);
+    }
+  } remove_plain{plain};
+  write(plain, false);
+  gzip_file(plain, tmp, /*level=*/1, at::get_num_threads());
 }
 
 itk::ImageIOBase::Pointer check_header(const std::string& path, unsigned components) {
