@@ -11,6 +11,7 @@
 #include <cctype>
 #include <cmath>
 #include <stdexcept>
+#include <vector>
 
 #include "itk_bridge.h"
 
@@ -183,6 +184,56 @@ at::Tensor sample_at(const Volume& volume, const at::Tensor& points) {
                                           /*border*/ 1, /*align_corners=*/true)
                              .masked_fill(inside.logical_not(), 0.0f);
   return labels ? out.round().to(at::kInt) : out;
+}
+
+std::optional<at::Tensor> sample_on_parallel_grid(const Volume& volume, const Geometry& target) {
+  const at::Tensor& data = volume.data;
+  TORCH_CHECK(data.dim() == 5 && data.size(0) == 1 && data.scalar_type() == at::kFloat,
+              "sample_on_parallel_grid: volume data must be float32 1×C×D×H×W, got ", data.sizes());
+  const Geometry& g = volume.geometry;
+  const auto column = [](const Geometry& x, int a, int r) { return x.direction[3 * r + a]; };
+  // Each target axis b: the volume axis it runs along, and which way.
+  std::array<int, 3> source{};
+  std::array<double, 3> sign{};
+  std::array<bool, 3> taken{};
+  for (int b = 0; b < 3; ++b) {
+    int found = -1;
+    for (int a = 0; a < 3; ++a) {
+      double dot = 0;
+      for (int r = 0; r < 3; ++r) dot += column(g, a, r) * column(target, b, r);
+      if (std::abs(std::abs(dot) - 1) < 1e-6 && !taken[a]) {
+        found = a;
+        sign[b] = dot > 0 ? 1 : -1;
+      }
+    }
+    if (found < 0) return std::nullopt;
+    taken[found] = true;
+    source[b] = found;
+  }
+  at::Tensor x = data;
+  for (int b = 0; b < 3; ++b) {
+    const int a = source[b];
+    const int64_t n = g.size[a], m = target.size[b];
+    // Continuous volume index along a of target voxel i along b: offset + step · i.
+    double offset = 0;
+    for (int r = 0; r < 3; ++r) offset += column(g, a, r) * (target.origin[r] - g.origin[r]);
+    offset /= g.spacing[a];
+    const double step = sign[b] * target.spacing[b] / g.spacing[a];
+    const at::Tensor c = at::arange(m, at::kDouble) * step + offset;
+    const at::Tensor inside = ((c >= -0.5) & (c < double(n) - 0.5)).to(at::kFloat);
+    const at::Tensor clamped = c.clamp(0, double(n - 1));
+    const at::Tensor lo = clamped.floor().to(at::kLong);
+    const at::Tensor hi = (lo + 1).clamp_max(n - 1);
+    const at::Tensor w = (clamped - lo.to(at::kDouble)).to(at::kFloat);
+    const int64_t dim = 2 + (2 - a);  // tensor dimension of volume axis a
+    std::vector<int64_t> shape(5, 1);
+    shape[dim] = m;
+    x = at::lerp(x.index_select(dim, lo), x.index_select(dim, hi), w.view(shape)) * inside.view(shape);
+  }
+  // Tensor dimension of target axis b: 2 + (2 - b), holding volume axis source[b].
+  std::vector<int64_t> order = {0, 1, 0, 0, 0};
+  for (int b = 0; b < 3; ++b) order[2 + (2 - b)] = 2 + (2 - source[b]);
+  return x.permute(order).contiguous();
 }
 
 at::Tensor normalize_intensity(const at::Tensor& data, double lower_percent, double upper_percent) {

@@ -123,5 +123,32 @@ TEST(Grid, OrientationCodeInvertsWithOrientation) {
   }
 }
 
+// The separable sampler gives sample_at's values on a grid whose axes are the volume's,
+// permuted and flipped, at another spacing, partly outside the volume; an oblique grid is
+// left to sample_at.
+TEST(Grid, SampleOnParallelGridEqualsSampleAt) {
+  at::manual_seed(4);
+  Geometry g;
+  g.size = {9, 7, 6};
+  g.spacing = {2, 2.5, 3};
+  g.origin = {-8, 4, 20};
+  const Volume field{at::randn({1, 3, 6, 7, 9}), g};
+  Geometry t = io::with_orientation(g, "SLA");  // i along S, j along L, k along A
+  t.size = {23, 15, 19};
+  t.spacing = {0.9, 1.3, 1.1};
+  t.origin[0] -= 2.3;  // some target voxels fall outside the volume
+  t.origin[2] += 1.75;  // (not onto a voxel's outer face, where float32 and float64 disagree)
+  const auto fast = io::sample_on_parallel_grid(field, t);
+  ASSERT_TRUE(fast.has_value());
+  const at::Tensor want = io::sample_at(field, io::physical_points(t));
+  ASSERT_EQ(fast->sizes(), want.sizes());
+  EXPECT_TRUE(at::allclose(*fast, want, 1e-4, 1e-5)) << (*fast - want).abs().max().item<double>();
+  EXPECT_GT((want == 0).all(1).sum().item<int64_t>(), 0) << "the test grid reaches outside";
+  EXPECT_GT((want != 0).all(1).sum().item<int64_t>(), 100);
+  const double c = std::cos(0.3), s = std::sin(0.3);
+  t.direction = {c, -s, 0, s, c, 0, 0, 0, 1};
+  EXPECT_FALSE(io::sample_on_parallel_grid(field, t).has_value());
+}
+
 }  // namespace
 }  // namespace autoreg::test

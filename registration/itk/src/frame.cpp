@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
+#include <optional>
 #include <vector>
 
 #include "autoreg/io/field.h"
@@ -74,12 +75,12 @@ at::Tensor predict_on_fixed_grid(registration::Model& model, const at::Tensor& m
   model.network->eval();
   const at::Tensor u = model.network->forward(moving_on_frame, fixed_on_frame).cpu();
   const at::Tensor mm = io::voxel_to_physical(u, frame);  // LPS vectors on the frame
-  const at::Tensor points = io::physical_points(fixed_grid);
-  std::vector<at::Tensor> channels;
-  for (int64_t c = 0; c < 3; ++c) {
-    channels.push_back(io::sample_at(io::Volume{mm.narrow(1, c, 1).to(at::kFloat).contiguous(), frame}, points));
-  }
-  return io::physical_to_voxel(at::cat(channels, 1), fixed_grid).to(at::kFloat);
+  // The three channels at once; separably where the frame's axes are the fixed grid's
+  // (models that keep their orientation, on inputs that are not oblique).
+  const io::Volume field{mm.to(at::kFloat).contiguous(), frame};
+  const std::optional<at::Tensor> fast = io::sample_on_parallel_grid(field, fixed_grid);
+  const at::Tensor on_fixed = fast ? *fast : io::sample_at(field, io::physical_points(fixed_grid));
+  return io::physical_to_voxel(on_fixed, fixed_grid).to(at::kFloat);
 }
 
 }  // namespace autoreg::pipeline

@@ -4,6 +4,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <optional>
 #include <string>
 
 #include "autoreg/io/volume.h"
@@ -37,9 +38,17 @@ at::Tensor physical_points(const Geometry& grid);
 // intensities (float32), nearest neighbour for label maps (int32). The volume is its
 // voxels' extent, as in ITK: a point within half a voxel outside the outermost voxel
 // centres reads the border value, a point farther out reads 0 (ITK's ResampleImageFilter
-// with a linear or nearest-neighbour interpolator gives the same values). Returns
-// 1×1×D×H×W of the volume's dtype.
+// with a linear or nearest-neighbour interpolator gives the same values). The volume's
+// data may have C channels (1×C×…: a vector field), sampled alike. Returns 1×C×D×H×W of
+// the volume's dtype.
 at::Tensor sample_at(const Volume& volume, const at::Tensor& points);
+
+// sample_at(volume, physical_points(target)) (trilinear, float32, 1×C×D×H×W; same border
+// rule) when the two grids' axes are parallel — each axis of `target` along plus or minus
+// one axis of the volume, as for a model frame and the fixed grid it was placed on —
+// computed separably, one pass per axis: about 10× faster on a whole-head grid, and no
+// per-voxel coordinates held. std::nullopt when the axes are not parallel (oblique).
+std::optional<at::Tensor> sample_on_parallel_grid(const Volume& volume, const Geometry& target);
 
 // The geometry with the directions of its axes replaced by an orientation code: three
 // letters from R/L, A/P, S/I, one per axis, naming where each voxel axis points to (as
