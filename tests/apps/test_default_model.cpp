@@ -1,6 +1,7 @@
-// The shipped model on real data: vxm01, a subject held out of its training, registered
-// to fsaverage (the model's atlas) with `register --model default` overlaps fsaverage's
-// labels clearly better than after the affine stage alone. Mean Dice over the 40 aseg
+// The shipped model on real data it never saw: vxm01 registered to fsaverage (neither
+// in its OASIS-TRT training; both in other voxel orders than its ASL frame) with
+// `register --model default` overlaps fsaverage's labels clearly better than after the
+// affine stage alone. Mean Dice over the 40 aseg
 // labels the two share (../shared/data/README.md); skips without the shared data.
 #include <gtest/gtest.h>
 
@@ -48,7 +49,7 @@ TEST_F(DefaultModel, BeatsTheAffineAloneOnAHeldOutSubject) {
   const double model = mean_dice(atlas, io::read_volume(path("model.nii.gz")).data.to(at::kInt));
   RecordProperty("affine_dice", std::to_string(affine));
   RecordProperty("model_dice", std::to_string(model));
-  // Measured: affine 0.564, default model 0.662 (README "The default model").
+  // Measured: affine 0.564, default model 0.630 (README "The default model").
   EXPECT_GT(affine, 0.45) << "the affine stage failed";
   EXPECT_GT(model, affine + 0.05) << "affine " << affine << ", default model " << model;
 }
