@@ -137,7 +137,8 @@ def run_autoreg(name, pair, out, threads, mode, model_files):
     d.mkdir(parents=True, exist_ok=True)
     options = {"none": ["--no-affine", "--iterations", "0,0"], "affine": ["--affine-only"], "full": [],
                "model": ["--model", "default"], "model-refine": ["--model", "default", "--refine", "25"],
-               **{n: ["--model", f] for n, f in model_files.items()}}[mode]
+               **{n: ["--model", f] for n, f in model_files.items()},
+               **{n + "-refine": ["--model", f, "--refine", "25"] for n, f in model_files.items()}}[mode]
     cmd = [AUTOREG, "register", "--threads", str(threads), "--fixed", DATA / fixed, "--moving", DATA / moving,
            "--moving-labels", DATA / moving_labels, "--out-labels", d / "labels.nii.gz",
            "--out-warped", d / "warped.nii.gz", "--out-field", d / "field.nii.gz"] + options + extra
@@ -197,7 +198,7 @@ def main():
     ap.add_argument("--manifest", help="pairs from a CSV manifest instead of --pairs")
     ap.add_argument("--split", default="test", help="the manifest's split to pair up (default test)")
     ap.add_argument("--modes", default="none,affine,full",
-                    help="of none,affine,full,model,model-refine and the names of --model-files")
+                    help="of none,affine,full,model,model-refine and the names of --model-files (NAME, NAME-refine)")
     ap.add_argument("--model-files", default="", help="NAME=FILE,...: model files to register with, as modes")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default="bench-e2e")

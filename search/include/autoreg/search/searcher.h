@@ -92,7 +92,7 @@ struct SearchOptions {
   // this share of each axis (1: whole volumes). Patch training, as "partial channels"
   // (PC-DARTS, Xu et al. 2020) but over voxels: the mixed network's cost falls with the
   // box's volume (0.6 per axis: 0.22 of it). The warm-up trains on whole volumes. With
-  // warmup_fraction 0.5 a search costs 1.85× training the default network as long
+  // warmup_fraction 0.5 a search costs 1.85–2.1× training the default network as long
   // (bench/search_cost.py); on OASIS-TRT two seeds at 2 mm found what the whole-volume
   // search at 4 mm had found (D2_0 → conv_1x1).
   double weight_crop = 0.6;
