@@ -49,7 +49,7 @@ TEST_F(DefaultModel, BeatsTheAffineAloneOnAHeldOutSubject) {
   const double model = mean_dice(atlas, io::read_volume(path("model.nii.gz")).data.to(at::kInt));
   RecordProperty("affine_dice", std::to_string(affine));
   RecordProperty("model_dice", std::to_string(model));
-  // Measured: affine 0.564, default model 0.630 (README "The default model").
+  // Measured: affine 0.564, default model 0.638 (README "The default model").
   EXPECT_GT(affine, 0.45) << "the affine stage failed";
   EXPECT_GT(model, affine + 0.05) << "affine " << affine << ", default model " << model;
 }
