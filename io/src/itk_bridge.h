@@ -123,8 +123,8 @@ typename T::ConstPointer read_transform(const std::string& path, const char* wha
 void write_transform(const std::string& path, const itk::TransformBaseTemplate<double>* transform);
 
 // Calls `write(file, compress)` to write `tmp`: for .nii.gz, ITK writes the NIfTI bytes
-// uncompressed beside it and they are gzipped in parallel blocks (gzip_file.h: about 3×
-// faster than ITK's one-thread zlib on one core, and the threads on top), the plain file
+// uncompressed beside it and they are gzipped in parallel blocks (gzip_file.h; writing a
+// 256×256×160 pair's three outputs took 4.3–5.2 s instead of 9.9–11.3 s), the plain file
 // then removed; other formats are written by ITK itself, compressed where they compress.
 void write_compressed(const std::string& tmp, const std::function<void(const std::string&, bool)>& write);
 

@@ -46,8 +46,8 @@ at::Tensor sample_at(const Volume& volume, const at::Tensor& points);
 // sample_at(volume, physical_points(target)) (trilinear, float32, 1×C×D×H×W; same border
 // rule) when the two grids' axes are parallel — each axis of `target` along plus or minus
 // one axis of the volume, as for a model frame and the fixed grid it was placed on —
-// computed separably, one pass per axis: about 10× faster on a whole-head grid, and no
-// per-voxel coordinates held. std::nullopt when the axes are not parallel (oblique).
+// computed separably, one pass per axis (a 3-channel 80×80×96 field onto 256×256×160:
+// 0.27 s against grid_sampler's 1.65 s, warm), and no per-voxel coordinates held. std::nullopt when the axes are not parallel (oblique).
 std::optional<at::Tensor> sample_on_parallel_grid(const Volume& volume, const Geometry& target);
 
 // The geometry with the directions of its axes replaced by an orientation code: three
