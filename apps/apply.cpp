@@ -14,6 +14,7 @@
 
 #include "autoreg/io/field.h"
 #include "autoreg/io/grid.h"
+#include "autoreg/io/mapped.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/io/transform.h"
 #include "exit_codes.h"
@@ -35,22 +36,21 @@ bool is_affine_file(const std::string& path) {
 void apply(const ApplyParams& p) {
   io::check_output(p.out);
   const io::Geometry grid = io::read_geometry(p.reference);
-  at::Tensor points = io::physical_points(grid);
+  at::Tensor affine, u;
   if (is_affine_file(p.field)) {
-    points = io::transform_points(io::read_affine(p.field), points);
+    affine = io::read_affine(p.field);
   } else {
     io::Geometry field_grid;
-    const at::Tensor u = io::read_displacement_field(p.field, &field_grid);
+    u = io::read_displacement_field(p.field, &field_grid);
     if (!io::same_grid(grid, field_grid)) {
       throw io::IoError(p.field + ": the field's grid differs from the reference image's (" +
                         p.reference + "); the field must live on the fixed (reference) grid");
     }
-    points = points + io::voxel_to_physical(u, grid);
   }
   io::Volume moving =
       io::read_volume(p.moving, p.labels ? io::PixelKind::Labels : io::PixelKind::Intensity);
   if (!p.moving_orientation.empty()) moving.geometry = io::with_orientation(moving.geometry, p.moving_orientation);
-  io::write_volume(p.out, {io::sample_at(moving, points), grid});
+  io::write_volume(p.out, {io::sample_mapped(moving, grid, affine, u), grid});
 }
 
 }  // namespace

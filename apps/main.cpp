@@ -28,6 +28,8 @@ struct Subcommand {
   const char* name;
   int (*run)(int, char**);
   const char* summary;
+  // Back large tensors with transparent huge pages (see main()).
+  bool huge_pages = false;
 };
 
 const Subcommand kSubcommands[] = {
@@ -38,9 +40,9 @@ const Subcommand kSubcommands[] = {
     {"evaluate", autoreg::apps::run_evaluate,
      "Dice, HD95 and folding of a registration result"},
     {"train", autoreg::apps::run_train,
-     "train a registration network on a dataset manifest and write a model file"},
+     "train a registration network on a dataset manifest and write a model file", true},
     {"search", autoreg::apps::run_search,
-     "search the network architecture and training objective for a dataset, then retrain it"},
+     "search the network architecture and training objective for a dataset, then retrain it", true},
 };
 
 void usage(std::FILE* out) {
@@ -53,16 +55,23 @@ void usage(std::FILE* out) {
 int main(int argc, char** argv) {
   using namespace autoreg::apps;
   // Keep freed memory in the process (large tensors would otherwise be mapped and
-  // unmapped on every operation) and back tensors with transparent huge pages.
+  // unmapped on every operation).
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  setenv("THP_MEM_ALLOC_ENABLE", "1", /*overwrite=*/0);
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? kUsage : kOk;
   }
   for (const auto& s : kSubcommands) {
     if (std::strcmp(argv[1], s.name) != 0) continue;
+    // Transparent huge pages for tensors (torch's THP_MEM_ALLOC_ENABLE; the user's
+    // setting wins): long training and search runs reuse their memory, where huge pages
+    // save TLB misses (a copy into memory without them runs at a third of the speed,
+    // bench/bench_warp.cpp); a one-shot command touches almost all its memory for the
+    // first time, and on a VM a first touch of a huge page cost 14 s/GB against 1 s/GB
+    // for small pages (measured: register --model default 16-19 s with them, 13-15 s
+    // without; instance optimisation 48 s against 37 s).
+    setenv("THP_MEM_ALLOC_ENABLE", s.huge_pages ? "1" : "0", /*overwrite=*/0);
     try {
       return s.run(argc - 1, argv + 1);
     } catch (const TCLAP::ExitException& e) {  // --help, --version

@@ -28,6 +28,7 @@
 
 #include "autoreg/io/field.h"
 #include "autoreg/io/grid.h"
+#include "autoreg/io/mapped.h"
 #include "autoreg/io/transform.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/pipeline/default_model.h"
@@ -164,15 +165,17 @@ nlohmann::json run(RegisterParams p) {
   const pipeline::PairResult r = pipeline::register_pair(fixed, moving, p.options, &times);
 
   c10::AutoGradMode no_grad(false);
+  const io::Volume warped{io::sample_mapped(moving, fixed.geometry, at::Tensor(), r.displacement), fixed.geometry};
+  io::Volume warped_labels;
+  if (!p.out_labels.empty()) {
+    warped_labels = {io::sample_mapped(labels, fixed.geometry, at::Tensor(), r.displacement), fixed.geometry};
+  }
+  times.lap("warp");
   Outputs outputs;
-  outputs.write(p.out_warped, [&] {
-    io::write_volume(p.out_warped, {io::sample_at(moving, r.points), fixed.geometry});
-  });
+  outputs.write(p.out_warped, [&] { io::write_volume(p.out_warped, warped); });
   outputs.write(p.out_field, [&] { io::write_displacement_field(p.out_field, r.displacement, fixed.geometry); });
   if (!p.out_labels.empty()) {
-    outputs.write(p.out_labels, [&] {
-      io::write_volume(p.out_labels, {io::sample_at(labels, r.points), fixed.geometry});
-    });
+    outputs.write(p.out_labels, [&] { io::write_volume(p.out_labels, warped_labels); });
   }
   if (!p.out_affine.empty()) {
     outputs.write(p.out_affine, [&] { io::write_affine(p.out_affine, r.affine); });

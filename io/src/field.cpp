@@ -1,6 +1,7 @@
 #include "autoreg/io/field.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <itkImageFileReader.h>
 #include <itkDisplacementFieldTransform.h>
 #include <itkVector.h>
@@ -10,6 +11,7 @@
 #include "autoreg/io/grid.h"
 #include "autoreg/io/itk_image.h"
 #include "itk_bridge.h"
+#include "nifti_file.h"
 
 namespace autoreg::io {
 namespace {
@@ -66,6 +68,19 @@ at::Tensor read_field_transform(const std::string& path, Geometry* grid) {
   return voxels_of(path, image, at::kDouble, grid);
 }
 
+// Component c (x, y or z, LPS mm) of the physical vectors of a voxel field (1×3×D×H×W,
+// float32, channels k, j, i), D×H×W: one volume at a time instead of the whole field.
+at::Tensor physical_component(const at::Tensor& voxels, const at::Tensor& m, int c) {
+  at::Tensor out;
+  for (int a = 0; a < 3; ++a) {  // index axis a = i, j, k is channel 2 − a
+    const double w = m[c][a].item<double>();
+    if (w == 0) continue;
+    const at::Tensor term = voxels[0][2 - a];
+    out = out.defined() ? out.add_(term, w) : term * w;
+  }
+  return out.defined() ? out.contiguous() : at::zeros_like(voxels[0][0]);
+}
+
 }  // namespace
 
 at::Tensor voxel_to_physical(const at::Tensor& voxels, const Geometry& grid) {
@@ -87,6 +102,15 @@ void write_displacement_field(const std::string& path, const at::Tensor& voxels,
     auto transform = itk::DisplacementFieldTransform<double, 3>::New();
     transform->SetDisplacementField(displacement_to_itk(voxels, grid));
     write_transform(path, transform);
+    return;
+  }
+  if (writes_nifti(path, grid)) {
+    const at::Tensor v = voxels.to(at::kFloat).cpu().contiguous();
+    const at::Tensor m = index_to_physical(grid);
+    write_atomically(path, [&](const std::string& tmp) {
+      write_nifti(tmp, path, grid, 3, at::kFloat, [&](int c) { return physical_component(v, m, c); },
+                  at::get_num_threads());
+    });
     return;
   }
   write_image(path, detail::field_image<FieldImage>(voxels, grid, at::kFloat).GetPointer());

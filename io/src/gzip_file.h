@@ -1,13 +1,41 @@
-// Fast gzip of a file: whole-buffer DEFLATE (libdeflate) on fixed-size blocks, in
-// parallel, each block its own gzip member. A file of concatenated members is a valid
-// gzip file (RFC 1952 §2.2): zlib's gzread (ITK, FSL, AFNI through znzlib), Python's gzip
+// Fast gzip: whole-buffer DEFLATE (libdeflate) on fixed-size blocks, in parallel, each
+// block its own gzip member. A file of concatenated members is a valid gzip file
+// (RFC 1952 §2.2): zlib's gzread (ITK, FSL, AFNI through znzlib), Python's gzip
 // (nibabel) and gzip -d read it whole.
 #pragma once
 
 #include <cstdint>
+#include <cstdio>
+#include <memory>
 #include <string>
+#include <vector>
+
+struct libdeflate_compressor;
 
 namespace autoreg::io::detail {
+
+// Writes gzip members to an open file: each call to write() compresses up to `threads`
+// byte ranges side by side (intra-op threads) and appends them in order. Throws IoError
+// naming `target` when a write fails.
+class ParallelGzip {
+ public:
+  struct Bytes {
+    const char* data;
+    size_t size;
+  };
+  ParallelGzip(std::FILE* out, std::string target, int level, int threads, size_t max_block);
+  ~ParallelGzip();
+  int threads() const { return int(compressors_.size()); }
+  // At most threads() ranges of at most max_block bytes each; an empty range is an
+  // empty member.
+  void write(const std::vector<Bytes>& blocks);
+
+ private:
+  std::FILE* out_;
+  std::string target_;
+  std::vector<libdeflate_compressor*> compressors_;
+  std::vector<std::vector<char>> packed_;
+};
 
 // Compresses `source` into `target` (created or truncated) at `level` (libdeflate's 1–12;
 // 1 is fastest) on `threads` threads, in blocks of `block_bytes`. Throws IoError naming

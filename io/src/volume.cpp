@@ -21,6 +21,7 @@
 
 #include "gzip_file.h"
 #include "itk_bridge.h"
+#include "nifti_file.h"
 
 #include <atomic>
 #include <cstring>
@@ -252,13 +253,19 @@ void write_volume(const std::string& path, const Volume& volume) {
       d.size(3) != s[1] || d.size(4) != s[0] || !d.device().is_cpu()) {
     fail(path, "volume data must be a CPU tensor 1×1×D×H×W matching the geometry's size");
   }
-  if (d.scalar_type() == at::kFloat) {
-    write_as<float>(path, volume);
-  } else if (d.scalar_type() == at::kInt) {
-    write_as<int32_t>(path, volume);
-  } else {
+  if (d.scalar_type() != at::kFloat && d.scalar_type() != at::kInt) {
     fail(path, std::string("cannot write voxels of type ") + c10::toString(d.scalar_type()) +
                    " (float32 or int32)");
+  }
+  if (writes_nifti(path, volume.geometry)) {
+    const at::Tensor voxels = d.reshape({s[2], s[1], s[0]}).contiguous();
+    write_atomically(path, [&](const std::string& tmp) {
+      write_nifti(tmp, path, volume.geometry, 1, d.scalar_type(), [&](int) { return voxels; }, at::get_num_threads());
+    });
+  } else if (d.scalar_type() == at::kFloat) {
+    write_as<float>(path, volume);
+  } else {
+    write_as<int32_t>(path, volume);
   }
 }
 

@@ -8,6 +8,7 @@
 
 #include "autoreg/io/field.h"
 #include "autoreg/io/grid.h"
+#include "autoreg/io/mapped.h"
 #include "autoreg/io/transform.h"
 
 namespace autoreg::pipeline {
@@ -65,7 +66,7 @@ io::Geometry model_frame(const io::Volume& fixed, const registration::ModelInfo&
 }
 
 at::Tensor on_frame(const io::Volume& volume, const at::Tensor& affine, const io::Geometry& frame) {
-  return io::sample_at(volume, io::transform_points(affine, io::physical_points(frame)));
+  return io::sample_mapped(volume, frame, affine, at::Tensor());
 }
 
 at::Tensor predict_on_fixed_grid(registration::Model& model, const at::Tensor& moving_on_frame,
@@ -79,7 +80,7 @@ at::Tensor predict_on_fixed_grid(registration::Model& model, const at::Tensor& m
   // (models that keep their orientation, on inputs that are not oblique).
   const io::Volume field{mm.to(at::kFloat).contiguous(), frame};
   const std::optional<at::Tensor> fast = io::sample_on_parallel_grid(field, fixed_grid);
-  const at::Tensor on_fixed = fast ? *fast : io::sample_at(field, io::physical_points(fixed_grid));
+  const at::Tensor on_fixed = fast ? *fast : io::sample_mapped(field, fixed_grid, at::Tensor(), at::Tensor());
   return io::physical_to_voxel(on_fixed, fixed_grid).to(at::kFloat);
 }
 

@@ -8,6 +8,7 @@
 
 #include "autoreg/io/field.h"
 #include "autoreg/io/grid.h"
+#include "autoreg/io/mapped.h"
 #include "autoreg/io/transform.h"
 #include "autoreg/ops.h"
 #include "autoreg/pipeline/frame.h"
@@ -45,7 +46,6 @@ PairResult register_pair(const io::Volume& fixed, const io::Volume& moving, cons
     lap("affine");
   }
   c10::AutoGradMode no_grad(false);
-  const at::Tensor grid_points = io::physical_points(fixed.geometry);
   // Instance optimisation of `moved` (on the fixed grid) to the fixed image, fitted only
   // in the box around the two foregrounds (a 256³ head scan is mostly air) and extended
   // outside it by its border values: continuous, so no folding at the box's faces.
@@ -56,7 +56,7 @@ PairResult register_pair(const io::Volume& fixed, const io::Volume& moving, cons
     return uncrop_replicate(inside.cpu(), box, f.sizes().slice(2));
   };
   if (o.stages == Stages::AffineOnly) {
-    r.deformation = at::zeros_like(grid_points);
+    r.deformation = at::zeros({1, 3, f.size(2), f.size(3), f.size(4)}, at::kFloat);
   } else if (o.model) {
     const io::Volume fixed_normalised{f.cpu(), fixed.geometry};
     const io::Geometry frame = model_frame(fixed_normalised, o.model->info);
@@ -68,8 +68,7 @@ PairResult register_pair(const io::Volume& fixed, const io::Volume& moving, cons
     if (o.refine > 0) {
       // Instance optimisation of a residual field on the network's result: the moving
       // image warped so far, then x ↦ x + r(x) followed by the network's map.
-      const at::Tensor moved = io::sample_at(
-          m, io::transform_points(r.affine, grid_points + io::voxel_to_physical(r.deformation, fixed.geometry)));
+      const at::Tensor moved = io::sample_mapped(m, fixed.geometry, r.affine, r.deformation);
       registration::InstanceOptions refine = o.deformable;
       refine.iterations = deformable_levels(o);
       r.deformation = ops::compose(r.deformation, fit_on_foreground(moved, refine));
@@ -77,14 +76,12 @@ PairResult register_pair(const io::Volume& fixed, const io::Volume& moving, cons
     }
   } else {
     // The moving image after the affine, on the fixed grid, is what the field is fitted to.
-    const at::Tensor moved = io::sample_at(m, io::transform_points(r.affine, grid_points));
+    const at::Tensor moved = io::sample_mapped(m, fixed.geometry, r.affine, at::Tensor());
     lap("resample");
     r.deformation = fit_on_foreground(moved, o.deformable);
     lap("deformable");
   }
-  r.points = io::transform_points(
-      r.affine, grid_points + io::voxel_to_physical(r.deformation, fixed.geometry));
-  r.displacement = io::physical_to_voxel(r.points - grid_points, fixed.geometry).to(at::kFloat);
+  r.displacement = io::compose_affine(fixed.geometry, r.affine, r.deformation);
   lap("compose");
   return r;
 }

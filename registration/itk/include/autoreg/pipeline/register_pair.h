@@ -44,10 +44,10 @@ std::vector<int64_t> deformable_levels(const PairOptions& o);
 struct PairResult {
   at::Tensor affine;        // 4×4 float64, fixed → moving physical points (identity without it)
   at::Tensor deformation;   // 1×3×D×H×W, voxels of the fixed grid: the deformable part
-  at::Tensor points;        // 1×3×D×H×W float32, LPS mm: where each fixed voxel samples the
-                            // moving volume, A·(x + u(x)) (affine after deformation)
   at::Tensor displacement;  // 1×3×D×H×W float32, voxels of the fixed grid: the whole map
-                            // x ↦ points(x) as a displacement, what is written to disk
+                            // x ↦ A·(x + u(x)) (affine after deformation) as a
+                            // displacement, what is written to disk; the moving volume
+                            // is sampled through it (io::sample_mapped)
 };
 
 // Wall time of consecutive stages: each lap records the time since the previous one.

@@ -1,0 +1,29 @@
+// Sampling and composing through a map given as an affine and a displacement field,
+// without per-voxel coordinate tensors: every voxel p of a target grid is carried to
+// the physical point A·x(p + u(p)), where x(·) is the target's index-to-world map, u a
+// displacement in the target's voxels (1×3×D×H×W, channels k, j, i, as in ops/) and A a
+// 4×4 world → world affine. One pass per output, parallel over rows; what
+// sample_at(volume, transform_points(A, physical_points(target) + voxel_to_physical(u,
+// target))) computes, with none of its five volume-sized temporaries (for a
+// 256×256×160 pair's image and labels: 0.1–0.2 s against 2.2 s).
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include "autoreg/io/volume.h"
+
+namespace autoreg::io {
+
+// The volume's values at the points A·x(p + u(p)) of `target`'s voxels: trilinear for
+// float32 data (any number of channels, 1×C×…), nearest neighbour for int32 label maps;
+// the border rule of sample_at (within half a voxel outside the outermost centres the
+// border value, farther out 0). `affine` (4×4) or `displacement` may be undefined
+// (identity, zero). Returns 1×C×D×H×W of the volume's dtype on the target grid.
+at::Tensor sample_mapped(const Volume& volume, const Geometry& target, const at::Tensor& affine,
+                         const at::Tensor& displacement);
+
+// The displacement, in voxels of `grid` (1×3×D×H×W float32), of the map
+// p ↦ x⁻¹(A·x(p + u(p))): the affine after the deformation, as one field on the grid.
+at::Tensor compose_affine(const Geometry& grid, const at::Tensor& affine, const at::Tensor& displacement);
+
+}  // namespace autoreg::io
