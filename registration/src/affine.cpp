@@ -10,6 +10,7 @@
 #include <cmath>
 #include <limits>
 
+#include "affine_kernel.h"
 #include "autoreg/registration/similarity.h"
 
 namespace autoreg::registration {
@@ -147,6 +148,9 @@ class AffineFit {
       // world → grid_sampler's [-1, 1]: one affine map.
       d.to_grid = (scale * to_index.slice(0, 0, 3).slice(1, 0, 3)).to(opts);
       d.to_grid_offset = (scale.squeeze(1) * to_index.slice(0, 0, 3).select(1, 3) - 1).to(opts);
+      const auto ti = to_index.accessor<double, 2>();
+      for (int r = 0; r < 3; ++r)
+        for (int c = 0; c < 4; ++c) d.to_index[r * 4 + c] = ti[r][c];
       levels_.push_back(std::move(d));
     }
   }
@@ -157,6 +161,7 @@ class AffineFit {
                                                  const at::Tensor& t0, int64_t steps,
                                                  bool report) {
     const LevelData& d = levels_[level];
+    if (d.points.device().is_cpu() && o_.similarity != "mind") return run_fused(level, m0, t0, steps, report);
     const auto opts = d.points.options();
     const at::Tensor c_f = c_f_.to(opts);
     // Parameters in millimetres: b moves a point at distance `radius` by ~|b| mm.
@@ -201,7 +206,61 @@ class AffineFit {
   }
 
  private:
+  // run() on the CPU for NCC and MSE: the loss and its gradient from the fused pass
+  // (affine_kernel.h), and Adam (torch's defaults) on the 12 parameters by hand.
+  std::tuple<at::Tensor, at::Tensor, double> run_fused(int level, const at::Tensor& m0, const at::Tensor& t0,
+                                                       int64_t steps, bool report) {
+    const LevelData& d = levels_[level];
+    detail::AffineSamples s;
+    s.points = d.points.data_ptr<float>();
+    s.fixed = d.fixed.data_ptr<float>();
+    s.count = d.points.size(0);
+    s.moving = d.moving.data_ptr<float>();
+    s.size = {d.moving.size(4), d.moving.size(3), d.moving.size(2)};
+    s.to_index = d.to_index;
+    const bool ncc = o_.similarity == "ncc";
+    const at::Tensor m_start = m0.to(at::kDouble).contiguous(), t_start = t0.to(at::kDouble).contiguous();
+    const at::Tensor c_f = c_f_.to(at::kDouble).contiguous();
+    // Parameters as in run(): b (3×3, mm at distance `radius`) and tau (3).
+    std::array<double, 12> param{}, first{}, second{};
+    const auto matrix = [&] {
+      std::array<double, 9> m{};
+      for (int i = 0; i < 9; ++i) m[i] = m_start.data_ptr<double>()[i] + param[i] / radius_;
+      return m;
+    };
+    const auto translation = [&](bool with_centre) {
+      std::array<double, 3> t{};
+      for (int i = 0; i < 3; ++i) t[i] = t_start.data_ptr<double>()[i] + param[9 + i] + (with_centre ? c_f.data_ptr<double>()[i] : 0.0);
+      return t;
+    };
+    const double lr0 = o_.learning_rate / double(1 << level), beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
+    const int64_t samples = std::min<int64_t>(s.count, o_.samples);
+    for (int64_t it = 0; it < steps; ++it) {
+      const double lr = lr0 * (0.1 + 0.45 * (1 + std::cos(M_PI * double(it) / double(steps))));
+      at::Tensor index;
+      if (samples < s.count) index = at::randint(s.count, {samples}, generator_, at::kLong);
+      std::array<double, 9> gm{};
+      std::array<double, 3> gt{};
+      const double loss = detail::affine_loss(s, matrix(), translation(true), index.defined() ? index.data_ptr<int64_t>() : nullptr,
+                                              samples, ncc, &gm, &gt);
+      const double bias1 = 1 - std::pow(beta1, double(it + 1)), bias2 = 1 - std::pow(beta2, double(it + 1));
+      for (int i = 0; i < 12; ++i) {
+        const double g = i < 9 ? gm[i] / radius_ : gt[i - 9];
+        first[i] = beta1 * first[i] + (1 - beta1) * g;
+        second[i] = beta2 * second[i] + (1 - beta2) * g * g;
+        param[i] -= lr / bias1 * first[i] / (std::sqrt(second[i]) / std::sqrt(bias2) + eps);
+      }
+      if (report && o_.progress) o_.progress(level, it, loss);
+    }
+    const double final_loss = detail::affine_loss(s, matrix(), translation(true), nullptr, 0, ncc, nullptr, nullptr);
+    const auto m = matrix();
+    const auto t = translation(false);
+    return {at::tensor(std::vector<double>(m.begin(), m.end()), at::kDouble).view({3, 3}),
+            at::tensor(std::vector<double>(t.begin(), t.end()), at::kDouble), final_loss};
+  }
+
   struct LevelData {
+    std::array<double, 12> to_index{};  // 3×4: world → moving voxel index (i, j, k)
     at::Tensor points;          // N×3 fixed world points minus c_f
     at::Tensor fixed;           // 1×N fixed intensities at those points
     at::Tensor moving;          // 1×1×D×H×W moving image

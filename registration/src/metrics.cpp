@@ -1,6 +1,7 @@
 #include "autoreg/registration/metrics.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
 #include <algorithm>
@@ -123,28 +124,102 @@ double hd95(const at::Tensor& a, const at::Tensor& b, int64_t label,
   return std::max(directed(sa, sb), directed(sb, sa));
 }
 
-JacobianStats jacobian_stats(const at::Tensor& displacement) {
-  // In slabs along D with a one-voxel halo, so that every voxel gets the derivatives the
-  // whole volume would give it, while float64 temporaries stay small (a 256³ field in
-  // one piece needs ~2.5 GB of them).
-  const int64_t depth = displacement.size(2), slab = 16;
+namespace {
+
+struct JacobianSums {
   double count = 0, non_positive = 0, positive = 0, sum = 0, sum_sq = 0;
-  for (int64_t z0 = 0; z0 < depth; z0 += slab) {
-    const int64_t z1 = std::min(depth, z0 + slab);
-    const int64_t lo = std::max<int64_t>(0, z0 - 1), hi = std::min(depth, z1 + 1);
-    const at::Tensor det = ops::jacobian_determinant(displacement.slice(2, lo, hi).to(at::kDouble))
-                               .slice(2, z0 - lo, z0 - lo + (z1 - z0));
-    count += double(det.numel());
-    non_positive += (det <= 0).sum().item<double>();
-    const at::Tensor log_det = det.masked_select(det > 0).log();
-    positive += double(log_det.numel());
-    sum += log_det.sum().item<double>();
-    sum_sq += log_det.pow(2).sum().item<double>();
+  void add(const JacobianSums& o) {
+    count += o.count;
+    non_positive += o.non_positive;
+    positive += o.positive;
+    sum += o.sum;
+    sum_sq += o.sum_sq;
+  }
+};
+
+// One pass over a contiguous float32 field on the CPU: the determinant of each voxel
+// from the differences ops::jacobian_determinant takes (central inside, one-sided on
+// the faces, none along an axis of length 1), in float64, summed per slice along D and
+// the slices added in order (the same sums on any number of threads). No volume-sized
+// temporaries: 0.05–0.1 s for a 256×256×160 field against 0.5–0.7 s in float64 slabs.
+JacobianSums jacobian_sums_cpu(const at::Tensor& u) {
+  const int64_t d = u.size(2), h = u.size(3), w = u.size(4), n = d * h * w;
+  const float* p = u.data_ptr<float>();
+  std::vector<JacobianSums> slices(static_cast<size_t>(d));
+  const int64_t size[3] = {d, h, w}, stride[3] = {h * w, w, 1};
+  at::parallel_for(0, d, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t k = begin; k < end; ++k) {
+      JacobianSums acc;
+      for (int64_t j = 0; j < h; ++j) {
+        for (int64_t i = 0; i < w; ++i) {
+          const int64_t at = k * stride[0] + j * stride[1] + i;
+          const int64_t pos[3] = {k, j, i};
+          double J[3][3];
+          for (int a = 0; a < 3; ++a) {  // derivative along dimension a (D, H, W)
+            int64_t lo = 0, hi = 0;
+            double scale = 1.0;
+            if (size[a] >= 2) {
+              lo = pos[a] == 0 ? 0 : -1;
+              hi = pos[a] == size[a] - 1 ? 0 : 1;
+              scale = (pos[a] == 0 || pos[a] == size[a] - 1) ? 1.0 : 0.5;
+            }
+            for (int c = 0; c < 3; ++c) {
+              const float* ch = p + c * n + at;
+              const double diff = size[a] < 2 ? 0.0 : (double(ch[hi * stride[a]]) - double(ch[lo * stride[a]])) * scale;
+              J[c][a] = diff + (c == a ? 1.0 : 0.0);
+            }
+          }
+          const double det = J[0][0] * (J[1][1] * J[2][2] - J[1][2] * J[2][1]) -
+                             J[0][1] * (J[1][0] * J[2][2] - J[1][2] * J[2][0]) +
+                             J[0][2] * (J[1][0] * J[2][1] - J[1][1] * J[2][0]);
+          acc.count += 1;
+          if (det <= 0) {
+            acc.non_positive += 1;
+          } else if (det > 0) {
+            const double l = std::log(det);
+            acc.positive += 1;
+            acc.sum += l;
+            acc.sum_sq += l * l;
+          }
+        }
+      }
+      slices[size_t(k)] = acc;
+    }
+  });
+  JacobianSums total;
+  for (const auto& s : slices) total.add(s);
+  return total;
+}
+
+}  // namespace
+
+JacobianStats jacobian_stats(const at::Tensor& displacement) {
+  JacobianSums t;
+  if (displacement.device().is_cpu() && displacement.scalar_type() == at::kFloat && displacement.dim() == 5 &&
+      displacement.size(0) == 1 && displacement.size(1) == 3) {
+    t = jacobian_sums_cpu(displacement.contiguous());
+  } else {
+    // In slabs along D with a one-voxel halo, so that every voxel gets the derivatives
+    // the whole volume would give it, while float64 temporaries stay small (a 256³ field
+    // in one piece needs ~2.5 GB of them).
+    const int64_t depth = displacement.size(2), slab = 16;
+    for (int64_t z0 = 0; z0 < depth; z0 += slab) {
+      const int64_t z1 = std::min(depth, z0 + slab);
+      const int64_t lo = std::max<int64_t>(0, z0 - 1), hi = std::min(depth, z1 + 1);
+      const at::Tensor det = ops::jacobian_determinant(displacement.slice(2, lo, hi).to(at::kDouble))
+                                 .slice(2, z0 - lo, z0 - lo + (z1 - z0));
+      t.count += double(det.numel());
+      t.non_positive += (det <= 0).sum().item<double>();
+      const at::Tensor log_det = det.masked_select(det > 0).log();
+      t.positive += double(log_det.numel());
+      t.sum += log_det.sum().item<double>();
+      t.sum_sq += log_det.pow(2).sum().item<double>();
+    }
   }
   JacobianStats s;
-  s.non_positive_percent = count > 0 ? 100.0 * non_positive / count : 0.0;
+  s.non_positive_percent = t.count > 0 ? 100.0 * t.non_positive / t.count : 0.0;
   // Sample standard deviation (n − 1), as at::std.
-  s.log_std = positive > 1 ? std::sqrt(std::max(0.0, (sum_sq - sum * sum / positive) / (positive - 1))) : 0.0;
+  s.log_std = t.positive > 1 ? std::sqrt(std::max(0.0, (t.sum_sq - t.sum * t.sum / t.positive) / (t.positive - 1))) : 0.0;
   return s;
 }
 

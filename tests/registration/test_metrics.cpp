@@ -109,5 +109,20 @@ TEST(Metrics, JacobianStatsInSlabsEqualTheWholeVolume) {
   EXPECT_NEAR(s.log_std, log_std, 1e-9);
 }
 
+// A float32 field on the CPU takes the one-pass kernel: the same figures as
+// ops::jacobian_determinant gives, on every face and along axes of length 1 and 2.
+TEST(Metrics, JacobianStatsOfAFloatFieldInOnePass) {
+  at::manual_seed(22);
+  for (const auto& size : {std::vector<int64_t>{23, 9, 7}, std::vector<int64_t>{5, 1, 6}, std::vector<int64_t>{2, 7, 3}}) {
+    const at::Tensor u = at::upsample_trilinear3d(at::randn({1, 3, 4, 4, 4}, at::kDouble) * 3, size, true).to(at::kFloat);
+    const at::Tensor det = ops::jacobian_determinant(u.to(at::kDouble));
+    const double non_positive = 100.0 * (det <= 0).sum().item<double>() / double(det.numel());
+    const double log_std = det.masked_select(det > 0).log().std().item<double>();
+    const auto s = reg::jacobian_stats(u);
+    EXPECT_NEAR(s.non_positive_percent, non_positive, 1e-9) << size;
+    EXPECT_NEAR(s.log_std, log_std, 1e-9) << size;
+  }
+}
+
 }  // namespace
 }  // namespace autoreg::test
