@@ -45,16 +45,25 @@ at::Tensor fit_displacement(const at::Tensor& fixed, const at::Tensor& moving,
   const at::Tensor f = fixed.to(at::kFloat), m = moving.to(at::kFloat);
   std::vector<int64_t> half;
   for (int64_t d = 2; d < 5; ++d) half.push_back((f.size(d) + 1) / 2);
-  at::Tensor velocity = at::zeros({1, 3, half[0], half[1], half[2]}, f.options()).requires_grad_();
-  torch::optim::Adam adam({velocity}, torch::optim::AdamOptions(o.learning_rate));
   const int64_t factors[2] = {4, 2};
   const int64_t windows[2] = {5, 7};
+  // The velocity lives on each level's grid: 1/4 resolution first (a step there costs a
+  // fraction of one at 1/2), then upsampled to 1/2 for the second level. Adam's step is
+  // `learning_rate` half-resolution voxels, the same physical length on both levels.
+  at::Tensor velocity;
   for (int level = 0; level < 2; ++level) {
     const at::Tensor fl = downsample(f, factors[level]), ml = downsample(m, factors[level]);
+    {
+      c10::AutoGradMode no_grad(false);
+      velocity = velocity.defined() ? resize_field(velocity, fl.sizes().slice(2))
+                                    : at::zeros({1, 3, fl.size(2), fl.size(3), fl.size(4)}, f.options());
+    }
+    velocity.requires_grad_();
+    const double scale = double(fl.size(2)) / double(half[0]);  // level voxels per half-resolution voxel
+    torch::optim::Adam adam({velocity}, torch::optim::AdamOptions(o.learning_rate * scale));
     for (int64_t it = 0; it < o.iterations[level]; ++it) {
       adam.zero_grad();
-      const at::Tensor v = resize_field(velocity, fl.sizes().slice(2));
-      const at::Tensor u = ops::integrate(v, o.integration_steps);
+      const at::Tensor u = ops::integrate(velocity, o.integration_steps);
       const at::Tensor warped = ops::warp(ml, u, ops::Interpolation::Linear, ops::Padding::Border);
       const at::Tensor loss = similarity_loss(o.similarity, fl, warped, windows[level]) +
                               o.regularization * gradient_l2(velocity);
@@ -62,9 +71,10 @@ at::Tensor fit_displacement(const at::Tensor& fixed, const at::Tensor& moving,
       adam.step();
       if (o.progress) o.progress(level, it, loss.item<double>());
     }
+    velocity = velocity.detach();
   }
   c10::AutoGradMode no_grad(false);
-  const at::Tensor u_half = ops::integrate(velocity.detach(), o.integration_steps);
+  const at::Tensor u_half = ops::integrate(resize_field(velocity, half), o.integration_steps);
   return resize_field(u_half, f.sizes().slice(2));
 }
 

@@ -1,5 +1,7 @@
 #include "autoreg/registration/similarity.h"
 
+#include "box_filter.h"
+
 #include <ATen/ATen.h>
 
 #include <algorithm>
@@ -15,6 +17,7 @@ namespace {
 // divides by its clipped length, and the product of the clipped lengths is the clipped
 // box's size, so this equals the 3-D clipped mean.
 at::Tensor box_mean(at::Tensor t, int64_t window) {
+  if (t.device().is_cpu() && t.scalar_type() == at::kFloat && window % 2 == 1) return detail::fast_box_mean(t, window);
   const int64_t pad = window / 2;
   t = at::avg_pool3d(t, {window, 1, 1}, {1, 1, 1}, {pad, 0, 0}, false, false);
   t = at::avg_pool3d(t, {1, window, 1}, {1, 1, 1}, {0, pad, 0}, false, false);
