@@ -5,7 +5,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,25 +13,26 @@ struct libdeflate_compressor;
 
 namespace autoreg::io::detail {
 
-// Writes gzip members to an open file: each call to write() compresses up to `threads`
-// byte ranges side by side (intra-op threads) and appends them in order. Throws IoError
-// naming `target` when a write fails.
+class OutputFile;
+
+// Writes gzip members to an output file: each call to write() compresses up to
+// `threads` byte ranges side by side (intra-op threads) and appends them in order.
 class ParallelGzip {
  public:
   struct Bytes {
     const char* data;
     size_t size;
   };
-  ParallelGzip(std::FILE* out, std::string target, int level, int threads, size_t max_block);
+  ParallelGzip(OutputFile& out, int level, int threads, size_t max_block);
   ~ParallelGzip();
   int threads() const { return int(compressors_.size()); }
   // At most threads() ranges of at most max_block bytes each; an empty range is an
-  // empty member.
-  void write(const std::vector<Bytes>& blocks);
+  // empty member. With `store`, the members hold the bytes as they are (DEFLATE's stored
+  // blocks: no compression, any gzip reader reads them). Returns the bytes written.
+  size_t write(const std::vector<Bytes>& blocks, bool store = false);
 
  private:
-  std::FILE* out_;
-  std::string target_;
+  OutputFile& out_;
   std::vector<libdeflate_compressor*> compressors_;
   std::vector<std::vector<char>> packed_;
 };

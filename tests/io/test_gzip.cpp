@@ -16,6 +16,7 @@
 
 #include "autoreg/io/volume.h"
 #include "gzip_file.h"
+#include "output_file.h"
 
 namespace autoreg::test {
 namespace {
@@ -63,6 +64,26 @@ TEST_F(Gzip, ConcatenatedMembersReadBackWhole) {
     }
   }
   EXPECT_THROW(autoreg::io::detail::gzip_file(path("missing"), path("out.gz"), 1, 2), io::IoError);
+}
+
+// Stored members (DEFLATE without compression, for bytes that do not compress) read
+// back through zlib: empty, shorter and longer than a stored block (65535 bytes), mixed
+// with compressed members in one file.
+TEST_F(Gzip, StoredMembersReadBackWhole) {
+  std::mt19937 rng(9);
+  std::string bytes(200000, '\0');
+  for (char& c : bytes) c = char(rng());
+  {
+    autoreg::io::detail::OutputFile out(path("s.gz"), "s.gz");
+    autoreg::io::detail::ParallelGzip gzip(out, 1, 2, 1 << 18);
+    EXPECT_EQ(gzip.write({{bytes.data(), 0}}, true), 10u + 5 + 8);
+    const size_t stored = gzip.write({{bytes.data(), 65535}, {bytes.data() + 65535, 65536}}, true);
+    EXPECT_EQ(stored, 2 * (10u + 8) + 65535 + 5 + 65536 + 2 * 5);
+    gzip.write({{bytes.data() + 131071, 100}}, false);
+    gzip.write({{bytes.data() + 131171, bytes.size() - 131171}}, true);
+    out.close();
+  }
+  EXPECT_EQ(gunzip(path("s.gz")), bytes);
 }
 
 // 12 MB of float32: two 8 MB blocks, compressed on two threads.
