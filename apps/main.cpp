@@ -11,6 +11,7 @@
 #include <string>
 
 #include "autoreg/io/volume.h"
+#include "autoreg/ops.h"
 #include "autoreg/registration/archive.h"
 #include "exit_codes.h"
 
@@ -72,6 +73,13 @@ int main(int argc, char** argv) {
     // for small pages (measured: register --model default 16-19 s with them, 13-15 s
     // without; instance optimisation 48 s against 37 s).
     setenv("THP_MEM_ALLOC_ENABLE", s.huge_pages ? "1" : "0", /*overwrite=*/0);
+    // CUDA is loaded only when asked for, and before LibTorch is first asked about it
+    // (ops.h: cuda_available).
+    for (int i = 2; i < argc; ++i) {
+      const bool cuda = (std::strcmp(argv[i], "--device") == 0 && i + 1 < argc && std::strcmp(argv[i + 1], "cuda") == 0) ||
+                        std::strcmp(argv[i], "--device=cuda") == 0;
+      if (cuda) autoreg::ops::cuda_available();
+    }
     try {
       return s.run(argc - 1, argv + 1);
     } catch (const TCLAP::ExitException& e) {  // --help, --version

@@ -27,6 +27,7 @@
 #include <string>
 
 #include "autoreg/io/manifest.h"
+#include "autoreg/ops.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/pipeline/dataset.h"
 #include "autoreg/registration/model_file.h"
@@ -251,7 +252,7 @@ int run_search(int argc, char** argv) {
   if (o.edges == "none" && std::find(o.searched_terms.begin(), o.searched_terms.end(), true) == o.searched_terms.end()) {
     throw UsageError("--edges none with --terms none: nothing to search (autoreg train trains a fixed network)");
   }
-  if (o.device == "cuda" && !at::hasCUDA()) throw UsageError("--device cuda: no CUDA device is available here");
+  if (o.device == "cuda" && !ops::cuda_available()) throw UsageError("--device cuda: " + ops::cuda_unavailable_reason());
   p.budget_minutes = budget.getValue();
   p.budget_given = budget.isSet();
   p.retrain_steps = retrain_steps.getValue();

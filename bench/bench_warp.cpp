@@ -196,7 +196,7 @@ int main(int argc, char** argv) {
       break;
     }
   }
-  if (at::hasCUDA()) {
+  if (autoreg::ops::cuda_available()) {
     register_all(at::Device(at::kCUDA));
     register_network_benchmarks(at::Device(at::kCUDA));
   }

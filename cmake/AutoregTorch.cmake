@@ -116,7 +116,16 @@ if(NOT TARGET autoreg_torch AND NOT TARGET autoreg::torch)
     add_library(autoreg_torch INTERFACE)
     set(_t autoreg_torch)
   endif()
-  target_link_libraries(${_t} INTERFACE ${TORCH_LIBRARIES})
+  if(AUTOREG_TORCH_IMPORTED)
+    target_link_libraries(${_t} INTERFACE ${TORCH_LIBRARIES})
+  else()
+    # This build's libraries and executables link LibTorch's CPU part only; its CUDA
+    # backend comes with the CUDA plugin (ops/CMakeLists.txt: autoreg_cuda, linked to
+    # autoreg_torch_cuda), loaded at run time when CUDA is asked for.
+    target_link_libraries(${_t} INTERFACE torch_cpu c10)
+    add_library(autoreg_torch_cuda INTERFACE)
+    target_link_libraries(autoreg_torch_cuda INTERFACE ${_t} ${TORCH_LIBRARIES})
+  endif()
   target_include_directories(${_t} SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
   separate_arguments(_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
   target_compile_options(${_t} INTERFACE $<$<COMPILE_LANGUAGE:CXX>:${_flags}>)

@@ -238,7 +238,7 @@ class AffineFit {
     for (int64_t it = 0; it < steps; ++it) {
       const double lr = lr0 * (0.1 + 0.45 * (1 + std::cos(M_PI * double(it) / double(steps))));
       at::Tensor index;
-      if (samples < s.count) index = at::randint(s.count, {samples}, generator_, at::kLong);
+      if (samples < s.count) index = stratified(s.count, samples);
       std::array<double, 9> gm{};
       std::array<double, 3> gt{};
       const double loss = detail::affine_loss(s, matrix(), translation(true), index.defined() ? index.data_ptr<int64_t>() : nullptr,
@@ -257,6 +257,16 @@ class AffineFit {
     const auto t = translation(false);
     return {at::tensor(std::vector<double>(m.begin(), m.end()), at::kDouble).view({3, 3}),
             at::tensor(std::vector<double>(t.begin(), t.end()), at::kDouble), final_loss};
+  }
+
+  // `samples` random points of n, one in each of `samples` equal runs of the point list
+  // (jittered strides): in memory order, so that the moving image is read in order
+  // rather than at random (at 2 mm a step took 4.6–5 ms with uniform draws, most of it
+  // cache misses), and spread over the whole volume.
+  at::Tensor stratified(int64_t n, int64_t samples) {
+    const at::Tensor u = at::rand({samples}, generator_, at::kDouble);
+    const at::Tensor start = at::arange(samples, at::kDouble) * (double(n) / double(samples));
+    return (start + u * (double(n) / double(samples))).floor().clamp_max(double(n - 1)).to(at::kLong).contiguous();
   }
 
   struct LevelData {

@@ -38,8 +38,8 @@ Trainer::Trainer(Model& model, TrainingSet data, TrainOptions options)
   if (options_.device != "cpu" && options_.device != "cuda") {
     throw std::invalid_argument("device must be cpu or cuda, got '" + options_.device + "'");
   }
-  if (options_.device == "cuda" && !at::hasCUDA()) {
-    throw std::runtime_error("--device cuda: no CUDA device is available here");
+  if (options_.device == "cuda" && !ops::cuda_available()) {
+    throw std::runtime_error("--device cuda: " + ops::cuda_unavailable_reason());
   }
   const bool atlas = data_.atlas.has_value();
   if (data_.train.size() < (atlas ? 1u : 2u)) {

@@ -51,7 +51,7 @@ Searcher::Searcher(registration::TrainingSet data, const registration::ModelInfo
   if (!(o.warmup_fraction >= 0 && o.warmup_fraction < 1)) throw std::invalid_argument("the warm-up fraction must be in [0, 1)");
   if (!(o.update_crop > 0 && o.update_crop <= 1)) throw std::invalid_argument("the update crop must be in (0, 1]");
   if (!(o.tau_min > 0 && o.tau_max >= o.tau_min)) throw std::invalid_argument("need 0 < tau_min <= tau_max");
-  if (o.device == "cuda" && !at::hasCUDA()) throw std::runtime_error("--device cuda: no CUDA device is available here");
+  if (o.device == "cuda" && !ops::cuda_available()) throw std::runtime_error("--device cuda: " + ops::cuda_unavailable_reason());
   if (o.device != "cpu" && o.device != "cuda") throw std::invalid_argument("device must be cpu or cuda, got '" + o.device + "'");
   if (costs_.grid != info_.grid) throw std::invalid_argument("the operation costs were measured at another grid");
   const bool atlas = data_.atlas.has_value();

@@ -161,7 +161,7 @@ TEST_F(RegisterAffine, BadInputsAndOutputsFailBeforeAnyWork) {
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find(path("four.nii")), std::string::npos) << r.output;
   // --device cuda where there is no GPU: a clear failure, not a crash.
-  if (!at::hasCUDA()) {
+  if (!ops::cuda_available()) {
     r = run("register --device cuda" + in + " --out-warped " + path("w.nii.gz") + " --out-field " + path("d.nii.gz"));
     EXPECT_EQ(r.code, 3) << r.output;
     EXPECT_NE(r.output.find("no CUDA device"), std::string::npos) << r.output;

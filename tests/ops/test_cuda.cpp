@@ -2,7 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <torch/csrc/autograd/autograd.h>
+
+#include <fstream>
+#include <string>
 
 #include "helpers.h"
 
@@ -15,10 +19,35 @@ using ops::Padding;
 class Cuda : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!at::hasCUDA()) GTEST_SKIP() << "no CUDA device";
+    if (!ops::cuda_available()) GTEST_SKIP() << ops::cuda_unavailable_reason();
   }
   static at::Tensor cuda(const at::Tensor& t) { return t.to(at::kCUDA); }
 };
+
+// CUDA is not loaded until asked for; asking loads the plugin, which registers the CUDA
+// kernels (checked without a device: the dispatcher's table) and LibTorch's CUDA backend.
+bool cuda_library_mapped() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find("libtorch_cuda.so") != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(CudaPlugin, LoadedOnlyWhenAskedFor) {
+  EXPECT_FALSE(cuda_library_mapped()) << "CPU work must not load LibTorch's CUDA backend";
+  const bool available = ops::cuda_available();
+#ifdef AUTOREG_WITH_CUDA
+  EXPECT_TRUE(cuda_library_mapped()) << ops::cuda_unavailable_reason();
+  const auto op = c10::Dispatcher::singleton().findSchemaOrThrow("autoreg::warp", "");
+  EXPECT_TRUE(op.hasKernelForDispatchKey(c10::DispatchKey::CUDA));
+  if (!available) EXPECT_EQ(ops::cuda_unavailable_reason(), "no CUDA device is available here");
+#else
+  EXPECT_FALSE(available);
+  EXPECT_NE(ops::cuda_unavailable_reason().find("no CUDA support"), std::string::npos);
+#endif
+}
 
 TEST_F(Cuda, WarpForwardAndBackwardMatchCpu) {
   at::manual_seed(30);

@@ -75,13 +75,18 @@ at::Tensor predict_on_fixed_grid(registration::Model& model, const at::Tensor& m
   c10::AutoGradMode no_grad(false);
   model.network->eval();
   const at::Tensor u = model.network->forward(moving_on_frame, fixed_on_frame).cpu();
-  const at::Tensor mm = io::voxel_to_physical(u, frame);  // LPS vectors on the frame
+  // The vectors in the fixed grid's voxels while still on the (small) frame: the map
+  // from frame voxels to fixed voxels is linear and constant, so it commutes with the
+  // trilinear resampling below, which then writes the result directly.
+  io::Geometry fixed_axes = fixed_grid;
+  fixed_axes.size = frame.size;
+  const at::Tensor in_fixed_voxels =
+      io::physical_to_voxel(io::voxel_to_physical(u.to(at::kDouble), frame), fixed_axes).to(at::kFloat).contiguous();
   // The three channels at once; separably where the frame's axes are the fixed grid's
   // (models that keep their orientation, on inputs that are not oblique).
-  const io::Volume field{mm.to(at::kFloat).contiguous(), frame};
+  const io::Volume field{in_fixed_voxels, frame};
   const std::optional<at::Tensor> fast = io::sample_on_parallel_grid(field, fixed_grid);
-  const at::Tensor on_fixed = fast ? *fast : io::sample_mapped(field, fixed_grid, at::Tensor(), at::Tensor());
-  return io::physical_to_voxel(on_fixed, fixed_grid).to(at::kFloat);
+  return fast ? *fast : io::sample_mapped(field, fixed_grid, at::Tensor(), at::Tensor());
 }
 
 }  // namespace autoreg::pipeline

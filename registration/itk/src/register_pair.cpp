@@ -25,8 +25,8 @@ PairResult register_pair(const io::Volume& fixed, const io::Volume& moving, cons
   if (o.device != "cpu" && o.device != "cuda") {
     throw std::invalid_argument("device must be cpu or cuda, got '" + o.device + "'");
   }
-  if (o.device == "cuda" && !at::hasCUDA()) {
-    throw std::runtime_error("--device cuda: no CUDA device is available here");
+  if (o.device == "cuda" && !ops::cuda_available()) {
+    throw std::runtime_error("--device cuda: " + ops::cuda_unavailable_reason());
   }
   const at::Device device(o.device == "cuda" ? at::kCUDA : at::kCPU);
   PairResult r;

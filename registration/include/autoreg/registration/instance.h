@@ -21,7 +21,7 @@ struct InstanceOptions {
   double regularization = 1.0;               // λ on the mean squared velocity gradient
   std::vector<int64_t> iterations = {100, 25};  // per level: 1/4, then 1/2 resolution
   double learning_rate = 0.1;                // Adam, in half-resolution voxels per step
-  int64_t integration_steps = 7;
+  int64_t integration_steps = 5;
   uint64_t seed = 0;
   // Called after every iteration: level (0-based), iteration, loss.
   std::function<void(int, int64_t, double)> progress;
