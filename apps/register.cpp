@@ -162,7 +162,10 @@ nlohmann::json run(RegisterParams p) {
   p.options.affine.progress = progress("affine", p.options.affine.iterations);
   p.options.deformable.progress =
       progress(p.options.model ? "refine" : "deformable", pipeline::deformable_levels(p.options));
-  const pipeline::PairResult r = pipeline::register_pair(fixed, moving, p.options, &times);
+  // The fixed voxels are handed over (only its grid is needed after); the moving ones are
+  // kept for the warped output.
+  const pipeline::PairResult r =
+      pipeline::register_pair({std::move(fixed.data), fixed.geometry}, moving, p.options, &times);
 
   c10::AutoGradMode no_grad(false);
   const io::Volume warped{io::sample_mapped(moving, fixed.geometry, at::Tensor(), r.displacement), fixed.geometry};
@@ -185,6 +188,8 @@ nlohmann::json run(RegisterParams p) {
   times.lap("jacobian");
   nlohmann::json stages = nlohmann::json::object();
   for (const auto& [stage, s] : times.seconds()) stages[stage] = s;
+  nlohmann::json stage_peaks = nlohmann::json::object();
+  for (const auto& [stage, mib] : times.peak_mib()) stage_peaks[stage] = mib;
   nlohmann::json affine = nlohmann::json::array();
   for (int64_t row = 0; row < 4; ++row) {
     affine.push_back(std::vector<double>(r.affine[row].data_ptr<double>(),
@@ -197,6 +202,7 @@ nlohmann::json run(RegisterParams p) {
           {"affine_lps", affine},
           {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()},
           {"stage_seconds", stages},
+          {"stage_peak_memory_mib", stage_peaks},
           {"peak_memory_mib", peak_memory_mib()},
           {"threads", at::get_num_threads()},
           {"device", p.options.device},

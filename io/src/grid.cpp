@@ -1,6 +1,7 @@
 #include "autoreg/io/grid.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <itkIdentityTransform.h>
 #include <itkLinearInterpolateImageFunction.h>
 #include <itkNearestNeighborInterpolateImageFunction.h>
@@ -210,30 +211,65 @@ std::optional<at::Tensor> sample_on_parallel_grid(const Volume& volume, const Ge
     taken[found] = true;
     source[b] = found;
   }
-  at::Tensor x = data;
+  // Per target axis b: the two source indices along source[b] and the weight of the
+  // second for every target index, and whether it lies within the volume's extent.
+  struct Axis {
+    std::vector<int64_t> lo, hi;
+    std::vector<float> w, inside;
+  };
+  std::array<Axis, 3> axes;
+  const std::array<int64_t, 3> stride = {1, data.size(4), data.size(4) * data.size(3)};  // along i, j, k
   for (int b = 0; b < 3; ++b) {
     const int a = source[b];
     const int64_t n = g.size[a], m = target.size[b];
-    // Continuous volume index along a of target voxel i along b: offset + step · i.
+    // Continuous volume index along a of target voxel t along b: offset + step · t.
     double offset = 0;
     for (int r = 0; r < 3; ++r) offset += column(g, a, r) * (target.origin[r] - g.origin[r]);
     offset /= g.spacing[a];
     const double step = sign[b] * target.spacing[b] / g.spacing[a];
-    const at::Tensor c = at::arange(m, at::kDouble) * step + offset;
-    const at::Tensor inside = ((c >= -0.5) & (c < double(n) - 0.5)).to(at::kFloat);
-    const at::Tensor clamped = c.clamp(0, double(n - 1));
-    const at::Tensor lo = clamped.floor().to(at::kLong);
-    const at::Tensor hi = (lo + 1).clamp_max(n - 1);
-    const at::Tensor w = (clamped - lo.to(at::kDouble)).to(at::kFloat);
-    const int64_t dim = 2 + (2 - a);  // tensor dimension of volume axis a
-    std::vector<int64_t> shape(5, 1);
-    shape[dim] = m;
-    x = at::lerp(x.index_select(dim, lo), x.index_select(dim, hi), w.view(shape)) * inside.view(shape);
+    Axis& ax = axes[size_t(b)];
+    for (int64_t t = 0; t < m; ++t) {
+      const double c = offset + step * double(t);
+      const double clamped = std::clamp(c, 0.0, double(n - 1));
+      const int64_t lo = std::min<int64_t>(int64_t(std::floor(clamped)), n - 1);
+      ax.lo.push_back(lo * stride[size_t(a)]);
+      ax.hi.push_back(std::min<int64_t>(lo + 1, n - 1) * stride[size_t(a)]);
+      ax.w.push_back(float(clamped - double(lo)));
+      ax.inside.push_back(c >= -0.5 && c < double(n) - 0.5 ? 1.0f : 0.0f);
+    }
   }
-  // Tensor dimension of target axis b: 2 + (2 - b), holding volume axis source[b].
-  std::vector<int64_t> order = {0, 1, 0, 0, 0};
-  for (int b = 0; b < 3; ++b) order[2 + (2 - b)] = 2 + (2 - source[b]);
-  return x.permute(order).contiguous();
+  // Trilinear from the tables, straight into the output (no volume-sized temporaries:
+  // a 3-channel field onto a 256³ grid took 800 MB of them one axis at a time).
+  const at::Tensor src = data.contiguous();
+  const int64_t channels = src.size(1), source_voxels = src.numel() / channels;
+  const int64_t W = target.size[0], H = target.size[1], D = target.size[2];
+  at::Tensor out = at::empty({1, channels, D, H, W}, src.options());
+  const float* in = src.data_ptr<float>();
+  float* o = out.data_ptr<float>();
+  at::parallel_for(0, channels * D * H, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t c = row / (D * H), k = (row / H) % D, j = row % H;
+      const float* s = in + c * source_voxels;
+      float* dst = o + row * W;
+      const float wk = axes[2].w[size_t(k)], wj = axes[1].w[size_t(j)];
+      const float scale = axes[2].inside[size_t(k)] * axes[1].inside[size_t(j)];
+      const int64_t k0 = axes[2].lo[size_t(k)], k1 = axes[2].hi[size_t(k)];
+      const int64_t j0 = axes[1].lo[size_t(j)], j1 = axes[1].hi[size_t(j)];
+      const float* s00 = s + k0 + j0;
+      const float* s01 = s + k0 + j1;
+      const float* s10 = s + k1 + j0;
+      const float* s11 = s + k1 + j1;
+      for (int64_t i = 0; i < W; ++i) {
+        const int64_t i0 = axes[0].lo[size_t(i)], i1 = axes[0].hi[size_t(i)];
+        const float wi = axes[0].w[size_t(i)];
+        const float a00 = s00[i0] + wi * (s00[i1] - s00[i0]), a01 = s01[i0] + wi * (s01[i1] - s01[i0]);
+        const float a10 = s10[i0] + wi * (s10[i1] - s10[i0]), a11 = s11[i0] + wi * (s11[i1] - s11[i0]);
+        const float b0 = a00 + wj * (a01 - a00), b1 = a10 + wj * (a11 - a10);
+        dst[i] = (b0 + wk * (b1 - b0)) * (scale * axes[0].inside[size_t(i)]);
+      }
+    }
+  });
+  return out;
 }
 
 at::Tensor normalize_intensity(const at::Tensor& data, double lower_percent, double upper_percent) {

@@ -126,23 +126,44 @@ at::Tensor sample_mapped(const Volume& volume, const Geometry& target, const at:
   return out;
 }
 
-at::Tensor compose_affine(const Geometry& grid, const at::Tensor& affine, const at::Tensor& displacement) {
-  TORCH_CHECK(affine.defined() && affine.sizes() == at::IntArrayRef({4, 4}), "compose_affine: affine must be 4×4");
-  check_displacement(displacement, grid);
+namespace {
+
+// out = x⁻¹(A·x(p + u(p))) − p per voxel; `out` may be `u` itself (each voxel reads only
+// its own vector before writing it).
+void compose_into(const Geometry& grid, const at::Tensor& affine, const float* u, float* o) {
   const at::Tensor to_world = index_to_world(grid);
   const Matrix m = chain(at::inverse(to_world), affine, to_world);
-  const at::Tensor u = displacement.defined() ? displacement.contiguous() : at::Tensor();
-  at::Tensor out = at::empty({1, 3, grid.size[2], grid.size[1], grid.size[0]}, at::kFloat);
-  float* o = out.data_ptr<float>();
   const int64_t n = grid.size[0] * grid.size[1] * grid.size[2];
-  const float* up = u.defined() ? u.data_ptr<float>() : nullptr;
-  for_each_voxel(grid, up, [&](int64_t index, const std::array<double, 3>& p, const std::array<double, 3>& q) {
+  for_each_voxel(grid, u, [&](int64_t index, const std::array<double, 3>& p, const std::array<double, 3>& q) {
     for (int r = 0; r < 3; ++r) {
       const double y = m[r * 4] * q[0] + m[r * 4 + 1] * q[1] + m[r * 4 + 2] * q[2] + m[r * 4 + 3];
       o[(2 - r) * n + index] = float(y - p[r]);  // channels k, j, i
     }
   });
+}
+
+void check_affine(const at::Tensor& affine) {
+  TORCH_CHECK(affine.defined() && affine.sizes() == at::IntArrayRef({4, 4}), "compose_affine: affine must be 4×4");
+}
+
+}  // namespace
+
+at::Tensor compose_affine(const Geometry& grid, const at::Tensor& affine, const at::Tensor& displacement) {
+  check_affine(affine);
+  check_displacement(displacement, grid);
+  const at::Tensor u = displacement.defined() ? displacement.contiguous() : at::Tensor();
+  at::Tensor out = at::empty({1, 3, grid.size[2], grid.size[1], grid.size[0]}, at::kFloat);
+  compose_into(grid, affine, u.defined() ? u.data_ptr<float>() : nullptr, out.data_ptr<float>());
   return out;
+}
+
+at::Tensor compose_affine_(const Geometry& grid, const at::Tensor& affine, at::Tensor displacement) {
+  check_affine(affine);
+  TORCH_CHECK(displacement.defined() && displacement.device().is_cpu(), "compose_affine_: a CPU displacement");
+  check_displacement(displacement, grid);
+  displacement = displacement.contiguous();
+  compose_into(grid, affine, displacement.data_ptr<float>(), displacement.data_ptr<float>());
+  return displacement;
 }
 
 }  // namespace autoreg::io

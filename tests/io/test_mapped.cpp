@@ -89,6 +89,11 @@ TEST(Mapped, ComposesTheAffineAfterTheDisplacement) {
   const at::Tensor want = io::physical_to_voxel(c.points() - x, c.target);
   const at::Tensor got = io::compose_affine(c.target, an_affine(), c.u);
   EXPECT_TRUE(at::allclose(got, want, 1e-4, 1e-4)) << (got - want).abs().max().item<float>();
+  // In place: the same values, in the displacement's own storage.
+  at::Tensor u = c.u.clone();
+  const at::Tensor in_place = io::compose_affine_(c.target, an_affine(), u);
+  EXPECT_EQ(in_place.data_ptr(), u.data_ptr());
+  EXPECT_TRUE(at::equal(in_place, got));
   // The identity affine gives the displacement back.
   EXPECT_TRUE(at::allclose(io::compose_affine(c.target, at::eye(4, at::kDouble), c.u), c.u, 1e-5, 1e-5));
 }

@@ -20,8 +20,7 @@ std::vector<int64_t> deformable_levels(const PairOptions& o) {
   return o.model ? std::vector<int64_t>{0, o.refine} : o.deformable.iterations;
 }
 
-PairResult register_pair(const io::Volume& fixed, const io::Volume& moving, const PairOptions& o,
-                         StageTimes* times) {
+PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions& o, StageTimes* times) {
   if (o.device != "cpu" && o.device != "cuda") {
     throw std::invalid_argument("device must be cpu or cuda, got '" + o.device + "'");
   }
@@ -37,8 +36,10 @@ PairResult register_pair(const io::Volume& fixed, const io::Volume& moving, cons
       o.model ? o.model->info.normalization : std::array<double, 2>{0.5, 99.5};
   const at::Tensor f = io::normalize_intensity(fixed.data, percentiles[0], percentiles[1]).to(device);
   const io::Volume m{io::normalize_intensity(moving.data, percentiles[0], percentiles[1]), moving.geometry};
+  fixed.data = moving.data = at::Tensor();  // the caller's copies (if any) stay
   lap("normalise");
   r.affine = at::eye(4, at::kDouble);
+  at::Tensor deformation;  // 1×3×D×H×W, voxels of the fixed grid: the deformable part
   if (o.stages != Stages::DeformableOnly) {
     r.affine = registration::fit_affine(f, io::index_to_world(fixed.geometry), m.data.to(device),
                                         io::index_to_world(moving.geometry), o.affine)
@@ -56,32 +57,33 @@ PairResult register_pair(const io::Volume& fixed, const io::Volume& moving, cons
     return uncrop_replicate(inside.cpu(), box, f.sizes().slice(2));
   };
   if (o.stages == Stages::AffineOnly) {
-    r.deformation = at::zeros({1, 3, f.size(2), f.size(3), f.size(4)}, at::kFloat);
+    deformation = at::zeros({1, 3, f.size(2), f.size(3), f.size(4)}, at::kFloat);
   } else if (o.model) {
     const io::Volume fixed_normalised{f.cpu(), fixed.geometry};
     const io::Geometry frame = model_frame(fixed_normalised, o.model->info);
     o.model->network->to(device);
-    r.deformation = predict_on_fixed_grid(*o.model, on_frame(m, r.affine, frame).to(device),
+    deformation = predict_on_fixed_grid(*o.model, on_frame(m, r.affine, frame).to(device),
                                           on_frame(fixed_normalised, at::eye(4, at::kDouble), frame).to(device),
                                           frame, fixed.geometry);
     lap("network");
     if (o.refine > 0) {
       // Instance optimisation of a residual field on the network's result: the moving
       // image warped so far, then x ↦ x + r(x) followed by the network's map.
-      const at::Tensor moved = io::sample_mapped(m, fixed.geometry, r.affine, r.deformation);
+      const at::Tensor moved = io::sample_mapped(m, fixed.geometry, r.affine, deformation);
       registration::InstanceOptions refine = o.deformable;
       refine.iterations = deformable_levels(o);
-      r.deformation = ops::compose(r.deformation, fit_on_foreground(moved, refine));
+      deformation = ops::compose(deformation, fit_on_foreground(moved, refine));
       lap("refine");
     }
   } else {
     // The moving image after the affine, on the fixed grid, is what the field is fitted to.
     const at::Tensor moved = io::sample_mapped(m, fixed.geometry, r.affine, at::Tensor());
     lap("resample");
-    r.deformation = fit_on_foreground(moved, o.deformable);
+    deformation = fit_on_foreground(moved, o.deformable);
     lap("deformable");
   }
-  r.displacement = io::compose_affine(fixed.geometry, r.affine, r.deformation);
+  // In place: the deformable part becomes the whole map.
+  r.displacement = io::compose_affine_(fixed.geometry, r.affine, deformation);
   lap("compose");
   return r;
 }

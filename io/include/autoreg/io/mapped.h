@@ -25,5 +25,8 @@ at::Tensor sample_mapped(const Volume& volume, const Geometry& target, const at:
 // The displacement, in voxels of `grid` (1×3×D×H×W float32), of the map
 // p ↦ x⁻¹(A·x(p + u(p))): the affine after the deformation, as one field on the grid.
 at::Tensor compose_affine(const Geometry& grid, const at::Tensor& affine, const at::Tensor& displacement);
+// The same, written over `displacement` (float32, CPU; made contiguous first if it is
+// not), which is returned: no second volume-sized field.
+at::Tensor compose_affine_(const Geometry& grid, const at::Tensor& affine, at::Tensor displacement);
 
 }  // namespace autoreg::io

@@ -7,6 +7,8 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <sys/resource.h>
+
 #include <chrono>
 #include <memory>
 #include <string>
@@ -43,32 +45,37 @@ std::vector<int64_t> deformable_levels(const PairOptions& o);
 
 struct PairResult {
   at::Tensor affine;        // 4×4 float64, fixed → moving physical points (identity without it)
-  at::Tensor deformation;   // 1×3×D×H×W, voxels of the fixed grid: the deformable part
   at::Tensor displacement;  // 1×3×D×H×W float32, voxels of the fixed grid: the whole map
                             // x ↦ A·(x + u(x)) (affine after deformation) as a
                             // displacement, what is written to disk; the moving volume
                             // is sampled through it (io::sample_mapped)
 };
 
-// Wall time of consecutive stages: each lap records the time since the previous one.
+// Wall time of consecutive stages: each lap records the time since the previous one,
+// and the process's peak resident memory so far (MiB) at the end of the stage.
 class StageTimes {
  public:
   void lap(const std::string& stage) {
     const auto now = std::chrono::steady_clock::now();
     seconds_.emplace_back(stage, std::chrono::duration<double>(now - last_).count());
+    struct rusage usage {};
+    ::getrusage(RUSAGE_SELF, &usage);
+    peak_mib_.emplace_back(stage, double(usage.ru_maxrss) / 1024.0);
     last_ = now;
   }
   const std::vector<std::pair<std::string, double>>& seconds() const { return seconds_; }
+  const std::vector<std::pair<std::string, double>>& peak_mib() const { return peak_mib_; }
 
  private:
   std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
-  std::vector<std::pair<std::string, double>> seconds_;
+  std::vector<std::pair<std::string, double>> seconds_, peak_mib_;
 };
 
 // Registers `moving` to `fixed` (any grids, any orientation). Volumes: float32
-// intensities, as read by io::read_volume. Records its stages in *times when given.
-// Throws c10::Error / std::runtime_error.
-PairResult register_pair(const io::Volume& fixed, const io::Volume& moving,
-                         const PairOptions& options = {}, StageTimes* times = nullptr);
+// intensities, as read by io::read_volume; taken by value, so that a caller who moves
+// them in lets their voxels go once they are normalised (memory). Records its stages in
+// *times when given. Throws c10::Error / std::runtime_error.
+PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions& options = {},
+                         StageTimes* times = nullptr);
 
 }  // namespace autoreg::pipeline
