@@ -90,6 +90,13 @@ size_t ParallelGzip::write(const std::vector<Bytes>& blocks, bool stored) {
   return total;
 }
 
+double ParallelGzip::ratio(Bytes bytes) {
+  if (bytes.size == 0) return 1.0;
+  const size_t n = libdeflate_gzip_compress(compressors_[0], bytes.data, bytes.size, packed_[0].data(), packed_[0].size());
+  if (n == 0) throw std::logic_error("ParallelGzip::ratio: a block larger than max_block");
+  return double(n) / double(bytes.size);
+}
+
 void gzip_file(const std::string& source, const std::string& target, int level, int threads, int64_t block_bytes) {
   threads = std::max(1, threads);
   errno = 0;

@@ -30,6 +30,9 @@ class ParallelGzip {
   // empty member. With `store`, the members hold the bytes as they are (DEFLATE's stored
   // blocks: no compression, any gzip reader reads them). Returns the bytes written.
   size_t write(const std::vector<Bytes>& blocks, bool store = false);
+  // The size level-`level` DEFLATE gives `bytes` (at most max_block), relative to it;
+  // nothing is written.
+  double ratio(Bytes bytes);
 
  private:
   OutputFile& out_;
