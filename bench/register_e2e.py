@@ -3,7 +3,9 @@
 
 For each pair: no registration, autoreg affine only, autoreg affine + deformable
 (instance optimisation), with --modes also a trained model (`model`: --model default,
-`model-refine`: --model default --refine 25, or a NAME given a file by --model-files)
+`model-refine`: --model default --refine K (--refine, default 15), or a NAME given a file by
+--model-files); autoreg's rows also give the folded voxels (% with det J <= 0) and the
+time per stage from `register --json`)
 and, when the Debian `elastix` package is installed, elastix with a standard affine +
 B-spline parameter set (Mattes mutual information, 4 resolutions, adaptive stochastic
 gradient descent) and transformix for the labels. Reports mean Dice over the pair's
@@ -131,22 +133,25 @@ def dice(fixed_labels, warped_labels, labels):
     return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)["mean_dice"]
 
 
-def run_autoreg(name, pair, out, threads, mode, model_files):
+def run_autoreg(name, pair, out, threads, mode, model_files, refine):
     fixed, fixed_labels, moving, moving_labels, labels, extra = pair
     d = out / f"{name}-{mode}"
     d.mkdir(parents=True, exist_ok=True)
     options = {"none": ["--no-affine", "--iterations", "0,0"], "affine": ["--affine-only"], "full": [],
-               "model": ["--model", "default"], "model-refine": ["--model", "default", "--refine", "25"],
+               "model": ["--model", "default"], "model-refine": ["--model", "default", "--refine", str(refine)],
                **{n: ["--model", f] for n, f in model_files.items()},
-               **{n + "-refine": ["--model", f, "--refine", "25"] for n, f in model_files.items()}}[mode]
+               **{n + "-refine": ["--model", f, "--refine", str(refine)] for n, f in model_files.items()}}[mode]
     cmd = [AUTOREG, "register", "--threads", str(threads), "--fixed", DATA / fixed, "--moving", DATA / moving,
            "--moving-labels", DATA / moving_labels, "--out-labels", d / "labels.nii.gz",
-           "--out-warped", d / "warped.nii.gz", "--out-field", d / "field.nii.gz"] + options + extra
+           "--out-warped", d / "warped.nii.gz", "--out-field", d / "field.nii.gz", "--json"] + options + extra
     for f in ("labels.nii.gz", "warped.nii.gz", "field.nii.gz"):
         (d / f).unlink(missing_ok=True)
     wall, mib = timed(cmd, d / "log.txt")
+    text = (d / "log.txt").read_text()
+    summary = json.loads(text[text.index("{"):text.rindex("}") + 1])
     return {"pair": name, "method": f"autoreg {mode}", "dice": dice(DATA / fixed_labels, d / "labels.nii.gz", labels),
-            "seconds": wall, "peak_mib": mib}
+            "seconds": wall, "peak_mib": mib, "fold_percent": summary["non_positive_jacobian_percent"],
+            "stage_seconds": summary["stage_seconds"]}
 
 
 def run_elastix(name, pair, out, threads):
@@ -203,6 +208,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default="bench-e2e")
     ap.add_argument("--no-elastix", action="store_true")
+    ap.add_argument("--refine", type=int, default=15, help="K of the *-refine modes (default 15)")
     args = ap.parse_args()
     if not AUTOREG.exists():
         sys.exit(f"register_e2e: build first ({AUTOREG} is missing)")
@@ -217,7 +223,7 @@ def main():
     rows = []
     with open(out.parent / (out.name + ".jsonl") if out.name else "bench-e2e.jsonl", "a") as log:
         for name, pair in pairs.items():
-            jobs = [lambda m=m: run_autoreg(name, pair, out, args.threads, m, model_files)
+            jobs = [lambda m=m: run_autoreg(name, pair, out, args.threads, m, model_files, args.refine)
                     for m in args.modes.split(",")]
             if elastix:
                 jobs.append(lambda: run_elastix(name, pair, out, args.threads))
@@ -228,18 +234,26 @@ def main():
                 log.write(json.dumps(row) + "\n")
                 log.flush()
                 print(f"{row['pair']:6} {row['method']:24} Dice {row['dice']:.3f}  {row['seconds']:7.1f} s  "
-                      f"{row['peak_mib']:7.0f} MiB", file=sys.stderr)
+                      f"{row['peak_mib']:7.0f} MiB  folding {row.get('fold_percent', float('nan')):.4f} %", file=sys.stderr)
     print(f"\n| pair | method | mean Dice | wall time | peak memory |\n|---|---|---:|---:|---:|")
     for r in rows:
         print(f"| {r['pair']} | {r['method']} | {r['dice']:.3f} | {r['seconds']:.1f} s | {r['peak_mib']:.0f} MiB |")
     if len(pairs) > 1:
-        print(f"\nMean over {len(pairs)} pairs:\n\n| method | mean Dice | min | max | wall time | peak memory |\n"
-              "|---|---:|---:|---:|---:|---:|")
+        print(f"\nMean over {len(pairs)} pairs:\n\n| method | mean Dice | min | max | wall time | peak memory | most folding |\n"
+              "|---|---:|---:|---:|---:|---:|---:|")
         for method in dict.fromkeys(r["method"] for r in rows):
             rs = [r for r in rows if r["method"] == method]
             d = [r["dice"] for r in rs]
+            fold = max((r["fold_percent"] for r in rs if "fold_percent" in r), default=None)
             print(f"| {method} | {sum(d) / len(d):.3f} | {min(d):.3f} | {max(d):.3f} | "
-                  f"{sum(r['seconds'] for r in rs) / len(rs):.1f} s | {max(r['peak_mib'] for r in rs):.0f} MiB |")
+                  f"{sum(r['seconds'] for r in rs) / len(rs):.1f} s | {max(r['peak_mib'] for r in rs):.0f} MiB | "
+                  f"{'' if fold is None else f'{fold:.4f} %'} |")
+        print("\nMean seconds per stage (autoreg):\n")
+        for method in dict.fromkeys(r["method"] for r in rows if "stage_seconds" in r):
+            rs = [r for r in rows if r["method"] == method and "stage_seconds" in r]
+            stages = dict.fromkeys(k for r in rs for k in r["stage_seconds"])
+            print(f"- {method}: " + ", ".join(
+                f"{k} {sum(r['stage_seconds'].get(k, 0) for r in rs) / len(rs):.2f}" for k in stages))
 
 
 if __name__ == "__main__":
