@@ -14,6 +14,10 @@ if(AUTOREG_WITH_ITK)
   set_target_properties(autoreg PROPERTIES INSTALL_RPATH "$ORIGIN/${_bin_to_lib}")
   install(TARGETS autoreg RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
+if(TARGET autoreg_cuda)
+  # The CUDA plugin, beside libautoreg_ops where ops::cuda_available() looks for it.
+  install(TARGETS autoreg_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+endif()
 install(TARGETS ${_targets} EXPORT AutoRegTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -14,13 +14,25 @@ namespace {
 namespace detail = autoreg::registration::detail;
 
 struct Scene {
-  at::Tensor moving = at::avg_pool3d(at::rand({1, 1, 14, 12, 10}), 3, 1, 1);  // D×H×W, smooth-ish
+  at::Tensor moving = at::avg_pool3d(at::rand({1, 1, 14, 12, 10}), 3, 1, 1).contiguous();  // D×H×W, smooth-ish
   at::Tensor points = (at::rand({500, 3}) * 2 - 1) * at::tensor({7.0f, 8.0f, 9.0f});  // centred world points
   at::Tensor fixed = at::rand({500});
   // world → index: spacing 1.1, 0.9, 1.2 along i, j, k, a little rotation, centre at index centre.
   at::Tensor to_index = at::tensor({0.90, 0.05, 0.0, 4.5, -0.04, 1.10, 0.02, 5.5, 0.01, -0.03, 0.85, 6.5},
                                    at::kDouble).view({3, 4});
 };
+
+// The kernel's view of the scene (its tensors are contiguous and outlive it).
+detail::AffineSamples samples_of(const Scene& s) {
+  detail::AffineSamples k;
+  k.points = s.points.data_ptr<float>();
+  k.fixed = s.fixed.data_ptr<float>();
+  k.count = s.points.size(0);
+  k.moving = s.moving.data_ptr<float>();
+  k.size = {s.moving.size(4), s.moving.size(3), s.moving.size(2)};
+  for (int i = 0; i < 12; ++i) k.to_index[i] = s.to_index.flatten()[i].item<double>();
+  return k;
+}
 
 // The reference: torch ops and autograd, as AffineFit::run computes its loss.
 std::tuple<double, at::Tensor, at::Tensor> reference(const Scene& s, const at::Tensor& m0, const at::Tensor& t0,
@@ -55,14 +67,7 @@ void compare(bool ncc, bool sampled) {
   const at::Tensor t = at::randn({3}, at::kDouble);
   const at::Tensor index = sampled ? at::randint(500, {300}, at::kLong) : at::Tensor();
   const auto [want, want_m, want_t] = reference(s, m, t, index, ncc);
-  detail::AffineSamples k;
-  const at::Tensor points = s.points.contiguous(), fixed = s.fixed.contiguous(), moving = s.moving.contiguous();
-  k.points = points.data_ptr<float>();
-  k.fixed = fixed.data_ptr<float>();
-  k.count = 500;
-  k.moving = moving.data_ptr<float>();
-  k.size = {10, 12, 14};
-  for (int i = 0; i < 12; ++i) k.to_index[i] = s.to_index.flatten()[i].item<double>();
+  const detail::AffineSamples k = samples_of(s);
   std::array<double, 9> mm{};
   std::array<double, 3> tt{};
   for (int i = 0; i < 9; ++i) mm[i] = m.flatten()[i].item<double>();
@@ -87,14 +92,7 @@ TEST(AffineKernel, MseLossAndGradientMatchAutograd) {
 
 TEST(AffineKernel, NoOverlapIsTheWorstLossWithoutGradient) {
   const Scene s;
-  detail::AffineSamples k;
-  const at::Tensor points = s.points.contiguous(), fixed = s.fixed.contiguous(), moving = s.moving.contiguous();
-  k.points = points.data_ptr<float>();
-  k.fixed = fixed.data_ptr<float>();
-  k.count = 500;
-  k.moving = moving.data_ptr<float>();
-  k.size = {10, 12, 14};
-  for (int i = 0; i < 12; ++i) k.to_index[i] = s.to_index.flatten()[i].item<double>();
+  const detail::AffineSamples k = samples_of(s);
   std::array<double, 9> m{1, 0, 0, 0, 1, 0, 0, 0, 1}, gm{};
   std::array<double, 3> t{1000, 0, 0}, gt{};
   EXPECT_EQ(detail::affine_loss(k, m, t, nullptr, 0, true, &gm, &gt), 1.0);
