@@ -23,7 +23,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include "autoreg/io/field.h"
@@ -122,13 +121,6 @@ class Outputs {
   std::vector<std::string> written_;
 };
 
-// The process's peak resident memory so far.
-double peak_memory_mib() {
-  struct rusage usage {};
-  ::getrusage(RUSAGE_SELF, &usage);
-  return double(usage.ru_maxrss) / 1024.0;
-}
-
 nlohmann::json run(RegisterParams p) {
   const auto t0 = std::chrono::steady_clock::now();
   for (const std::string* out : {&p.out_warped, &p.out_field, &p.out_labels, &p.out_affine}) {
@@ -203,7 +195,7 @@ nlohmann::json run(RegisterParams p) {
           {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()},
           {"stage_seconds", stages},
           {"stage_peak_memory_mib", stage_peaks},
-          {"peak_memory_mib", peak_memory_mib()},
+          {"peak_memory_mib", pipeline::peak_resident_mib()},
           {"threads", at::get_num_threads()},
           {"device", p.options.device},
           {"model", p.model},

@@ -147,8 +147,9 @@ void write_nifti(const std::string& file, const std::string& name, const Geometr
   // Voxels that level-1 DEFLATE shrinks by less than a third are stored instead (any
   // gzip reader reads stored blocks): a displacement field's float noise compresses to
   // 0.73–0.88 of its size at ~60 MB/s per thread, while the file is written at ~1 GB/s
-  // (a 256³ field: 1.6 s compressed, 0.2 s stored, 147 against 201 MB); images and
-  // label maps compress to a tenth or less and are compressed. Decided once per file on
+  // (the 256³ pair's write stage: 1.6–2.0 s with the field compressed, 0.75 s stored;
+  // 147 against 201 MB); images and label maps compress to a tenth or less and are
+  // compressed. Decided once per file on
   // 1 MiB from the middle of the first component (its first slices are often
   // background, which compresses better than the rest).
   bool store = false;

@@ -2,7 +2,7 @@
 // over the sampled points, for NCC and MSE on the CPU. Autograd through grid_sampler and
 // a dozen small tensor ops cost 8–11 ms a step (20 000 points), almost all of it
 // per-operation overhead rather than arithmetic; this loop computes the same loss and
-// gradient (tests/registration/test_affine.cpp compares them) in a fraction of that.
+// gradient (tests/registration/test_affine_kernel.cpp compares them) in a fraction of that.
 #pragma once
 
 #include <array>

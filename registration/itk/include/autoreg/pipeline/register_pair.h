@@ -51,6 +51,13 @@ struct PairResult {
                             // is sampled through it (io::sample_mapped)
 };
 
+// The process's peak resident memory so far, MiB.
+inline double peak_resident_mib() {
+  struct rusage usage {};
+  ::getrusage(RUSAGE_SELF, &usage);
+  return double(usage.ru_maxrss) / 1024.0;
+}
+
 // Wall time of consecutive stages: each lap records the time since the previous one,
 // and the process's peak resident memory so far (MiB) at the end of the stage.
 class StageTimes {
@@ -58,9 +65,7 @@ class StageTimes {
   void lap(const std::string& stage) {
     const auto now = std::chrono::steady_clock::now();
     seconds_.emplace_back(stage, std::chrono::duration<double>(now - last_).count());
-    struct rusage usage {};
-    ::getrusage(RUSAGE_SELF, &usage);
-    peak_mib_.emplace_back(stage, double(usage.ru_maxrss) / 1024.0);
+    peak_mib_.emplace_back(stage, peak_resident_mib());
     last_ = now;
   }
   const std::vector<std::pair<std::string, double>>& seconds() const { return seconds_; }
