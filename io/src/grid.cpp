@@ -187,7 +187,8 @@ at::Tensor sample_at(const Volume& volume, const at::Tensor& points) {
   return labels ? out.round().to(at::kInt) : out;
 }
 
-std::optional<at::Tensor> sample_on_parallel_grid(const Volume& volume, const Geometry& target) {
+std::optional<at::Tensor> sample_on_parallel_grid(const Volume& volume, const Geometry& target,
+                                                  Outside outside) {
   const at::Tensor& data = volume.data;
   TORCH_CHECK(data.dim() == 5 && data.size(0) == 1 && data.scalar_type() == at::kFloat,
               "sample_on_parallel_grid: volume data must be float32 1×C×D×H×W, got ", data.sizes());
@@ -235,7 +236,8 @@ std::optional<at::Tensor> sample_on_parallel_grid(const Volume& volume, const Ge
       ax.lo.push_back(lo * stride[size_t(a)]);
       ax.hi.push_back(std::min<int64_t>(lo + 1, n - 1) * stride[size_t(a)]);
       ax.w.push_back(float(clamped - double(lo)));
-      ax.inside.push_back(c >= -0.5 && c < double(n) - 0.5 ? 1.0f : 0.0f);
+      const bool inside = outside == Outside::Border || (c >= -0.5 && c < double(n) - 0.5);
+      ax.inside.push_back(inside ? 1.0f : 0.0f);
     }
   }
   // Trilinear from the tables, straight into the output (no volume-sized temporaries:

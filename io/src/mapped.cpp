@@ -55,7 +55,8 @@ void for_each_voxel(const Geometry& g, const float* u, F&& f) {
 }
 
 template <typename T, bool kNearest>
-void sample(const at::Tensor& data, const Matrix& m, const Geometry& target, const float* u, at::Tensor& out) {
+void sample(const at::Tensor& data, const Matrix& m, const Geometry& target, const float* u, Outside outside,
+            at::Tensor& out) {
   const int64_t channels = data.size(1), sd = data.size(2), sh = data.size(3), sw = data.size(4);
   const int64_t source_voxels = sd * sh * sw, target_voxels = out.numel() / channels;
   const T* src = data.data_ptr<T>();
@@ -68,7 +69,7 @@ void sample(const at::Tensor& data, const Matrix& m, const Geometry& target, con
       x[r] = m[r * 4] * q[0] + m[r * 4 + 1] * q[1] + m[r * 4 + 2] * q[2] + m[r * 4 + 3];
       inside = inside && x[r] >= -0.5 && x[r] < double(n[r]) - 0.5;  // false for NaN
     }
-    if (!inside) {
+    if (!inside && (outside == Outside::Zero || std::isnan(x[0] + x[1] + x[2]))) {
       for (int64_t c = 0; c < channels; ++c) dst[c * target_voxels + index] = T(0);
       return;
     }
@@ -103,7 +104,7 @@ void sample(const at::Tensor& data, const Matrix& m, const Geometry& target, con
 }  // namespace
 
 at::Tensor sample_mapped(const Volume& volume, const Geometry& target, const at::Tensor& affine,
-                         const at::Tensor& displacement) {
+                         const at::Tensor& displacement, Outside outside) {
   const at::Tensor& data = volume.data;
   const auto& vs = volume.geometry.size;
   TORCH_CHECK(data.dim() == 5 && data.size(0) == 1 && data.size(2) == vs[2] && data.size(3) == vs[1] &&
@@ -119,9 +120,9 @@ at::Tensor sample_mapped(const Volume& volume, const Geometry& target, const at:
   at::Tensor out = at::empty({1, data.size(1), target.size[2], target.size[1], target.size[0]}, data.options());
   const float* up = u.defined() ? u.data_ptr<float>() : nullptr;
   if (t == at::kInt) {
-    sample<int32_t, true>(src, m, target, up, out);
+    sample<int32_t, true>(src, m, target, up, outside, out);
   } else {
-    sample<float, false>(src, m, target, up, out);
+    sample<float, false>(src, m, target, up, outside, out);
   }
   return out;
 }

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "autoreg/io/grid.h"
+#include "autoreg/io/mapped.h"
 
 namespace autoreg::test {
 namespace {
@@ -148,6 +149,41 @@ TEST(Grid, SampleOnParallelGridEqualsSampleAt) {
   const double c = std::cos(0.3), s = std::sin(0.3);
   t.direction = {c, -s, 0, s, c, 0, 0, 0, 1};
   EXPECT_FALSE(io::sample_on_parallel_grid(field, t).has_value());
+}
+
+
+// With Outside::Border a point outside reads the value at the nearest point of the
+// volume, in both samplers: sample_at at the points clamped into the volume.
+TEST(Grid, OutsideBorderContinuesTheFaceValues) {
+  at::manual_seed(5);
+  Geometry g;
+  g.size = {9, 7, 6};
+  g.spacing = {2, 2.5, 3};
+  g.origin = {-8, 4, 20};
+  const Volume field{at::randn({1, 3, 6, 7, 9}), g};
+  Geometry t = io::with_orientation(g, "SLA");
+  t.size = {23, 15, 19};
+  t.spacing = {0.9, 1.3, 1.1};
+  t.origin[0] -= 4.3;
+  t.origin[2] += 1.75;
+  // The reference: each target point moved to the nearest point of the volume's box of
+  // voxel centres, then sampled.
+  const at::Tensor points = io::physical_points(t).to(at::kDouble);  // 1×3×D×H×W, x y z
+  const at::Tensor to_world = io::index_to_world(g);
+  const at::Tensor flat = points.reshape({3, -1});
+  const at::Tensor index = at::inverse(to_world).slice(0, 0, 3).slice(1, 0, 3).matmul(flat) +
+                           at::inverse(to_world).slice(0, 0, 3).slice(1, 3, 4);
+  const at::Tensor upper = at::tensor({8.0, 6.0, 5.0}, at::kDouble).view({3, 1});
+  const at::Tensor clamped = at::maximum(at::minimum(index, upper), at::zeros_like(upper));
+  const at::Tensor back = to_world.slice(0, 0, 3).slice(1, 0, 3).matmul(clamped) + to_world.slice(0, 0, 3).slice(1, 3, 4);
+  const at::Tensor want = io::sample_at(field, back.reshape(points.sizes()).to(at::kFloat));
+  EXPECT_GT((index < -0.5).any(0).sum().item<int64_t>(), 100) << "the test grid reaches outside";
+  const auto fast = io::sample_on_parallel_grid(field, t, io::Outside::Border);
+  ASSERT_TRUE(fast.has_value());
+  EXPECT_TRUE(at::allclose(*fast, want, 1e-4, 1e-4)) << (*fast - want).abs().max().item<double>();
+  const at::Tensor mapped = io::sample_mapped(field, t, at::Tensor(), at::Tensor(), io::Outside::Border);
+  EXPECT_TRUE(at::allclose(mapped, want, 1e-4, 1e-4)) << (mapped - want).abs().max().item<double>();
+  EXPECT_EQ((want == 0).all(1).sum().item<int64_t>(), 0);
 }
 
 }  // namespace

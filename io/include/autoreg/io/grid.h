@@ -43,12 +43,19 @@ at::Tensor physical_points(const Geometry& grid);
 // the volume's dtype.
 at::Tensor sample_at(const Volume& volume, const at::Tensor& points);
 
+// What a point farther than half a voxel outside a volume reads: 0 (ITK's rule, for
+// images), or the value at the nearest point of the volume (a field known on a box and
+// continued outside it by its face values: no jump, so no folding, at the faces).
+enum class Outside { Zero, Border };
+
 // sample_at(volume, physical_points(target)) (trilinear, float32, 1×C×D×H×W; same border
 // rule) when the two grids' axes are parallel — each axis of `target` along plus or minus
 // one axis of the volume, as for a model frame and the fixed grid it was placed on —
 // computed separably, one pass per axis (a 3-channel 80×80×96 field onto 256×256×160:
-// 0.27 s against grid_sampler's 1.65 s, warm), and no per-voxel coordinates held. std::nullopt when the axes are not parallel (oblique).
-std::optional<at::Tensor> sample_on_parallel_grid(const Volume& volume, const Geometry& target);
+// 0.27 s against grid_sampler's 1.65 s, warm), and no per-voxel coordinates held.
+// std::nullopt when the axes are not parallel (oblique).
+std::optional<at::Tensor> sample_on_parallel_grid(const Volume& volume, const Geometry& target,
+                                                  Outside outside = Outside::Zero);
 
 // The geometry with the directions of its axes replaced by an orientation code: three
 // letters from R/L, A/P, S/I, one per axis, naming where each voxel axis points to (as

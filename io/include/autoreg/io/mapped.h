@@ -11,6 +11,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include "autoreg/io/grid.h"
 #include "autoreg/io/volume.h"
 
 namespace autoreg::io {
@@ -18,10 +19,11 @@ namespace autoreg::io {
 // The volume's values at the points A·x(p + u(p)) of `target`'s voxels: trilinear for
 // float32 data (any number of channels, 1×C×…), nearest neighbour for int32 label maps;
 // the border rule of sample_at (within half a voxel outside the outermost centres the
-// border value, farther out 0). `affine` (4×4) or `displacement` may be undefined
-// (identity, zero). Returns 1×C×D×H×W of the volume's dtype on the target grid.
+// border value, farther out 0; with Outside::Border, the nearest point's value
+// everywhere). `affine` (4×4) or `displacement` may be undefined (identity, zero).
+// Returns 1×C×D×H×W of the volume's dtype on the target grid.
 at::Tensor sample_mapped(const Volume& volume, const Geometry& target, const at::Tensor& affine,
-                         const at::Tensor& displacement);
+                         const at::Tensor& displacement, Outside outside = Outside::Zero);
 
 // The displacement, in voxels of `grid` (1×3×D×H×W float32), of the map
 // p ↦ x⁻¹(A·x(p + u(p))): the affine after the deformation, as one field on the grid.
