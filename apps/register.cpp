@@ -224,7 +224,7 @@ int run_register(int argc, char** argv) {
   TCLAP::ValuesConstraint<std::string> sim_allowed(sims);
   TCLAP::ValueArg<std::string> similarity("", "similarity", "ncc (default), mse, or mind (MIND-SSC, for different modalities)", false, "ncc", &sim_allowed, cmd);
   TCLAP::ValueArg<double> lambda("", "regularization", "weight of the smoothness term (default 1)", false, 1.0, "λ", cmd);
-  TCLAP::ValueArg<std::string> iterations("", "iterations", "deformable Adam steps at 1/4 and 1/2 resolution (default 100,25)", false, "100,25", "N1,N2", cmd);
+  TCLAP::ValueArg<std::string> iterations("", "iterations", "deformable Adam steps at 1/4 and 1/2 resolution (default 70,20)", false, "70,20", "N1,N2", cmd);
   TCLAP::ValueArg<std::string> affine_iterations("", "affine-iterations", "affine Adam steps at 4 mm and 2 mm (default 150,100)", false, "150,100", "N1,N2", cmd);
   std::vector<std::string> devices = {"cpu", "cuda"};
   TCLAP::ValuesConstraint<std::string> device_allowed(devices);

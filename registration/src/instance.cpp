@@ -33,8 +33,8 @@ at::Tensor resize_field(const at::Tensor& u, at::IntArrayRef size) {
 
 }  // namespace
 
-at::Tensor fit_displacement(const at::Tensor& fixed, const at::Tensor& moving,
-                            const InstanceOptions& o) {
+at::Tensor fit_half_displacement(const at::Tensor& fixed, const at::Tensor& moving,
+                                 const InstanceOptions& o) {
   TORCH_CHECK(fixed.dim() == 5 && fixed.size(0) == 1 && fixed.size(1) == 1 &&
                   fixed.sizes() == moving.sizes(),
               "fit_displacement: fixed and moving must be 1×1×D×H×W of one size, got ",
@@ -52,6 +52,7 @@ at::Tensor fit_displacement(const at::Tensor& fixed, const at::Tensor& moving,
   // `learning_rate` half-resolution voxels, the same physical length on both levels.
   at::Tensor velocity;
   for (int level = 0; level < 2; ++level) {
+    if (level == 0 && o.iterations[0] == 0) continue;  // (a refinement) start at 1/2 from zero
     const at::Tensor fl = downsample(f, factors[level]), ml = downsample(m, factors[level]);
     {
       c10::AutoGradMode no_grad(false);
@@ -74,8 +75,13 @@ at::Tensor fit_displacement(const at::Tensor& fixed, const at::Tensor& moving,
     velocity = velocity.detach();
   }
   c10::AutoGradMode no_grad(false);
-  const at::Tensor u_half = ops::integrate(resize_field(velocity, half), o.integration_steps);
-  return resize_field(u_half, f.sizes().slice(2));
+  return ops::integrate(resize_field(velocity, half), o.integration_steps);
+}
+
+at::Tensor fit_displacement(const at::Tensor& fixed, const at::Tensor& moving,
+                            const InstanceOptions& o) {
+  c10::AutoGradMode no_grad(false);
+  return resize_field(fit_half_displacement(fixed, moving, o), fixed.sizes().slice(2));
 }
 
 }  // namespace autoreg::registration

@@ -84,7 +84,7 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   itkGetConstReferenceMacro(Device, std::string);
 
   /** Instance optimisation steps at 1/4 and at 1/2 resolution (without a model).
-   * Default: [100, 25]. */
+   * Default: [70, 20]. */
   itkSetMacro(NumberOfIterations, IterationsType);
   itkGetConstReferenceMacro(NumberOfIterations, IterationsType);
 

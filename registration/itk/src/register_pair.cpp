@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 
+
 #include "autoreg/io/field.h"
 #include "autoreg/io/grid.h"
 #include "autoreg/io/mapped.h"
@@ -49,12 +50,14 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
   c10::AutoGradMode no_grad(false);
   // Instance optimisation of `moved` (on the fixed grid) to the fixed image, fitted only
   // in the box around the two foregrounds (a 256³ head scan is mostly air) and extended
-  // outside it by its border values: continuous, so no folding at the box's faces.
-  const auto fit_on_foreground = [&](const at::Tensor& moved, const registration::InstanceOptions& options) {
+  // outside it by its border values: continuous, so no folding at the box's faces. The
+  // half-resolution result goes to the full grid in one pass, followed by `then` if given.
+  const auto fit_on_foreground = [&](const at::Tensor& moved, const registration::InstanceOptions& options,
+                                     const at::Tensor& then) {
     const Box box = o.crop ? foreground_box(f, moved, 8) : Box{{{0, f.size(2)}, {0, f.size(3)}, {0, f.size(4)}}};
     c10::AutoGradMode grad(true);
-    const at::Tensor inside = registration::fit_displacement(crop(f, box), crop(moved, box).to(device), options);
-    return uncrop_replicate(inside.cpu(), box, f.sizes().slice(2));
+    const at::Tensor half = registration::fit_half_displacement(crop(f, box), crop(moved, box).to(device), options);
+    return expand_field(half, box, f.sizes().slice(2), then);
   };
   if (o.stages == Stages::AffineOnly) {
     deformation = at::zeros({1, 3, f.size(2), f.size(3), f.size(4)}, at::kFloat);
@@ -72,14 +75,15 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
       const at::Tensor moved = io::sample_mapped(m, fixed.geometry, r.affine, deformation);
       registration::InstanceOptions refine = o.deformable;
       refine.iterations = deformable_levels(o);
-      deformation = ops::compose(deformation, fit_on_foreground(moved, refine));
+      refine.learning_rate = o.refine_learning_rate;
+      deformation = fit_on_foreground(moved, refine, deformation);
       lap("refine");
     }
   } else {
     // The moving image after the affine, on the fixed grid, is what the field is fitted to.
     const at::Tensor moved = io::sample_mapped(m, fixed.geometry, r.affine, at::Tensor());
     lap("resample");
-    deformation = fit_on_foreground(moved, o.deformable);
+    deformation = fit_on_foreground(moved, o.deformable, at::Tensor());
     lap("deformable");
   }
   // In place: the deformable part becomes the whole map.

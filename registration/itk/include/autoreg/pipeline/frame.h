@@ -26,6 +26,16 @@ at::Tensor crop(const at::Tensor& t, const Box& box);  // contiguous
 // A field computed on the box, extended outside it by its border values.
 at::Tensor uncrop_replicate(const at::Tensor& inside, const Box& box, at::IntArrayRef full_size);
 
+// A displacement fitted on the box at half resolution (`coarse`: 1×3×m×…, m = (n + 1) / 2
+// for a box side of n, in voxels of that grid; registration::fit_half_displacement)
+// brought to the full grid in one pass: r = the trilinear upsampling (corners aligned,
+// vectors rescaled to full voxels), continued outside the box by its face values. With
+// `then` (1×3×D×H×W float32, full voxels) the result is r followed by it,
+// r(x) + then(x + r(x)) (trilinear, border values outside): ops::compose(then, r)
+// without r ever held at full size. Returns 1×3×D×H×W float32 on the CPU.
+at::Tensor expand_field(const at::Tensor& coarse, const Box& box, at::IntArrayRef full_size,
+                        const at::Tensor& then = at::Tensor());
+
 // The model grid for a fixed image (intensities normalised): info.grid voxels of
 // info.spacing mm along the anatomical axes info.orientation names (the fixed image's
 // own axes when it names none), centred on the fixed image's foreground box.
@@ -38,7 +48,7 @@ at::Tensor on_frame(const io::Volume& volume, const at::Tensor& affine, const io
 
 // The network's displacement for (moving, fixed) on the frame (1×1×D×H×W each, on
 // `device`), brought to the fixed grid: 1×3×D×H×W float32 in voxels of the fixed grid
-// (0 outside the frame).
+// (outside the frame, the values at its nearest face).
 at::Tensor predict_on_fixed_grid(registration::Model& model, const at::Tensor& moving_on_frame,
                                  const at::Tensor& fixed_on_frame, const io::Geometry& frame,
                                  const io::Geometry& fixed_grid);

@@ -22,7 +22,7 @@ struct ImageRegistrationSettings {
   bool deformable = true;                     // false: affine only (--affine-only)
   std::string similarity = "ncc";             // "ncc", "mse" or "mind"
   double regularization = 1.0;                // λ of instance optimisation
-  std::array<unsigned, 2> iterations{100, 25};          // instance optimisation, 1/4 and 1/2 resolution
+  std::array<unsigned, 2> iterations{70, 20};          // instance optimisation, 1/4 and 1/2 resolution
   std::array<unsigned, 2> affine_iterations{150, 100};  // affine, 4 mm and 2 mm
   unsigned refine = 0;                        // with a model: instance optimisation steps after it
   uint64_t seed = 0;
