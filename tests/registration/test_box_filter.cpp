@@ -1,10 +1,13 @@
-// The running-sum box mean (registration/src/box_filter.h) against avg_pool3d's clipped
-// means pass by pass: the same values and, through autograd, the same gradients, for
+// The running-sum box mean (registration/src/box_filter.h) against clipped means from
+// cumulative sums, axis by axis: the same values and, through autograd, the same gradients, for
 // windows up to the volume's depth (clipped on both sides), on several volumes at once.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
+
+#include <algorithm>
+#include <vector>
 #include <torch/csrc/autograd/autograd.h>
 
 #include "box_filter.h"
@@ -12,21 +15,38 @@
 namespace autoreg::test {
 namespace {
 
-at::Tensor reference(const at::Tensor& t, int64_t window) {
-  const int64_t pad = window / 2;
-  at::Tensor x = at::avg_pool3d(t, {window, 1, 1}, {1, 1, 1}, {pad, 0, 0}, false, false);
-  x = at::avg_pool3d(x, {1, window, 1}, {1, 1, 1}, {0, pad, 0}, false, false);
-  return at::avg_pool3d(x, {1, 1, window}, {1, 1, 1}, {0, 0, pad}, false, false);
+// The clipped mean along one dimension from a cumulative sum (any window, also one
+// longer than the line), differentiable by autograd.
+at::Tensor clipped_mean(const at::Tensor& t, int64_t dim, int64_t pad) {
+  const int64_t len = t.size(dim);
+  std::vector<int64_t> lo, hi;
+  std::vector<double> n;
+  for (int64_t i = 0; i < len; ++i) {
+    lo.push_back(std::max<int64_t>(0, i - pad));
+    hi.push_back(std::min(len, i + pad + 1));
+    n.push_back(double(hi.back() - lo.back()));
+  }
+  std::vector<int64_t> shape(5, 1);
+  shape[size_t(dim)] = len;
+  const at::Tensor c = at::cat({at::zeros_like(t.narrow(dim, 0, 1)), at::cumsum(t, dim)}, dim);
+  const at::Tensor sum = c.index_select(dim, at::tensor(hi)) - c.index_select(dim, at::tensor(lo));
+  return sum / at::tensor(n).view(shape).to(t.scalar_type());
 }
 
-TEST(BoxFilter, MeansAndGradientsMatchAvgPool) {
+at::Tensor reference(const at::Tensor& t, int64_t window) {
+  const int64_t pad = window / 2;
+  return clipped_mean(clipped_mean(clipped_mean(t.to(at::kDouble), 2, pad), 3, pad), 4, pad).to(at::kFloat);
+}
+
+TEST(BoxFilter, MeansAndGradientsMatchClippedMeans) {
   at::manual_seed(8);
   c10::AutoGradMode grad(true);
-  for (const int64_t window : {1, 3, 5, 7}) {
+  for (const int64_t window : {1, 3, 5, 7, 9, 15}) {
     SCOPED_TRACE(window);
-    // 7 voxels deep: window 7 is clipped on one side or the other everywhere along D.
-    const at::Tensor x = at::rand({2, 3, 7, 11, 13}, at::kFloat).requires_grad_();
-    const at::Tensor g = at::randn({2, 3, 7, 11, 13});
+    // 7 voxels deep: window 7 is clipped on one side or the other everywhere along D;
+    // 5 wide: windows 9 and 15 reach past both ends of every line along W.
+    const at::Tensor x = at::rand({2, 3, 7, 11, 5}, at::kFloat).requires_grad_();
+    const at::Tensor g = at::randn({2, 3, 7, 11, 5});
     const at::Tensor ours = autoreg::registration::detail::fast_box_mean(x, window);
     const at::Tensor want = reference(x, window);
     EXPECT_TRUE(at::allclose(ours, want, 1e-5, 1e-6)) << (ours - want).abs().max().item<float>();
