@@ -77,10 +77,18 @@ StepReport Trainer::train_step() {
       StepReport r = try_step();
       guard_.accepted(step_, r.gradient_norm);
       r.rollbacks = guard_.rollbacks();
-      if (step_ % TrainOptions::kSnapshotEvery == 0) snapshot_ = state();
+      no_step_since_rollback_ = false;
+      if (step_ % TrainOptions::kSnapshotEvery == 0) take_snapshot();
       return r;
     } catch (const StepFault& e) {
       const FaultGuard::Record record = guard_.faulted(step_ + 1, e.what(), "training", "try a lower --lr");
+      // The first step from the state rolled back to faulted too: that state is itself
+      // bad (e.g. a non-finite gradient there), so go one snapshot further back.
+      if (no_step_since_rollback_ && has_earlier_) {
+        snapshot_ = earlier_snapshot_;
+        has_earlier_ = false;
+      }
+      no_step_since_rollback_ = true;
       load_state(snapshot_, "(the last good state)");
       guard_.keep(record);
       set_learning_rate();
@@ -195,9 +203,16 @@ Archive Trainer::state() const {
   return a;
 }
 
+void Trainer::take_snapshot() const {
+  earlier_snapshot_ = std::move(snapshot_);
+  has_earlier_ = true;
+  snapshot_ = state();
+}
+
 void Trainer::save_checkpoint(const std::string& path) const {
   // Also the state a fault rolls back to, as in a run resumed from it: both continue alike.
   snapshot_ = state();
+  has_earlier_ = false;
   write_archive(path, "CHECKPOINT", snapshot_);
 }
 
@@ -207,6 +222,7 @@ void Trainer::resume(const std::string& path) {
   check_run_fields(a, path, fingerprint(), "a run", {{"objective", "-"}, {"max-gradient-spike", "0"}});
   load_state(a, path);
   snapshot_ = a;
+  has_earlier_ = false;
 }
 
 void Trainer::load_state(const Archive& a, const std::string& path) {
