@@ -3,7 +3,7 @@
 
 For each pair: no registration, autoreg affine only, autoreg affine + deformable
 (instance optimisation), with --modes also a trained model (`model`: --model default,
-`model-refine`: --model default --refine K (--refine, default 15), or a NAME given a file by
+`model-refine`: --model default --refine K (--refine, default 10), or a NAME given a file by
 --model-files); autoreg's rows also give the folded voxels (% with det J <= 0) and the
 time per stage from `register --json`)
 and, when the Debian `elastix` package is installed, elastix with a standard affine +
@@ -208,7 +208,7 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default="bench-e2e")
     ap.add_argument("--no-elastix", action="store_true")
-    ap.add_argument("--refine", type=int, default=15, help="K of the *-refine modes (default 15)")
+    ap.add_argument("--refine", type=int, default=10, help="K of the *-refine modes (default 10)")
     args = ap.parse_args()
     if not AUTOREG.exists():
         sys.exit(f"register_e2e: build first ({AUTOREG} is missing)")

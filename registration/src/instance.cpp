@@ -80,8 +80,9 @@ at::Tensor fit_half_displacement(const at::Tensor& fixed, const at::Tensor& movi
 
 at::Tensor fit_displacement(const at::Tensor& fixed, const at::Tensor& moving,
                             const InstanceOptions& o) {
+  const at::Tensor half = fit_half_displacement(fixed, moving, o);
   c10::AutoGradMode no_grad(false);
-  return resize_field(fit_half_displacement(fixed, moving, o), fixed.sizes().slice(2));
+  return resize_field(half, fixed.sizes().slice(2));
 }
 
 }  // namespace autoreg::registration

@@ -128,7 +128,7 @@ int exercise_object_methods() {
   if (!filter->GetModelFileName().empty() || filter->GetDevice() != "cpu" || filter->GetSimilarity() != "ncc" ||
       filter->GetRegularization() != 1.0 || !filter->GetUseAffine() || !filter->GetUseDeformable() ||
       filter->GetNumberOfRefinementIterations() != 0 || filter->GetSeed() != 0 ||
-      filter->GetNumberOfIterations()[0] != 100 || filter->GetNumberOfIterations()[1] != 25 ||
+      filter->GetNumberOfIterations()[0] != 70 || filter->GetNumberOfIterations()[1] != 20 ||
       filter->GetAffineNumberOfIterations()[0] != 150 || filter->GetAffineNumberOfIterations()[1] != 100) {
     std::cerr << "a default differs from the documented one" << std::endl;
     return EXIT_FAILURE;
