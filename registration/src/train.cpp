@@ -65,7 +65,7 @@ Trainer::Trainer(Model& model, TrainingSet data, TrainOptions options)
   model_.network->to(device_);
   adam_ = std::make_unique<torch::optim::Adam>(model_.network->parameters(),
                                                torch::optim::AdamOptions(options_.learning_rate));
-  if (options_.spike_factor > 0) snapshot_ = state();
+  if (options_.spike_factor > 0) snapshots_.reset(state());
 }
 
 Trainer::~Trainer() = default;
@@ -77,22 +77,15 @@ StepReport Trainer::train_step() {
       StepReport r = try_step();
       guard_.accepted(step_, r.gradient_norm);
       r.rollbacks = guard_.rollbacks();
-      no_step_since_rollback_ = false;
-      if (step_ % TrainOptions::kSnapshotEvery == 0) take_snapshot();
+      snapshots_.accepted();
+      if (step_ % TrainOptions::kSnapshotEvery == 0) snapshots_.take(state());
       return r;
     } catch (const StepFault& e) {
       const FaultGuard::Record record = guard_.faulted(step_ + 1, e.what(), "training", "try a lower --lr");
-      // The first step from the state rolled back to faulted too: that state is itself
-      // bad (e.g. a non-finite gradient there), so go one snapshot further back.
-      if (no_step_since_rollback_ && has_earlier_) {
-        snapshot_ = earlier_snapshot_;
-        has_earlier_ = false;
-      }
-      no_step_since_rollback_ = true;
-      load_state(snapshot_, "(the last good state)");
+      load_state(snapshots_.rollback(), "(the last good state)");
       guard_.keep(record);
       set_learning_rate();
-      snapshot_ = state();
+      snapshots_.replace_latest(state());
     }
   }
 }
@@ -203,17 +196,10 @@ Archive Trainer::state() const {
   return a;
 }
 
-void Trainer::take_snapshot() const {
-  earlier_snapshot_ = std::move(snapshot_);
-  has_earlier_ = true;
-  snapshot_ = state();
-}
-
 void Trainer::save_checkpoint(const std::string& path) const {
   // Also the state a fault rolls back to, as in a run resumed from it: both continue alike.
-  snapshot_ = state();
-  has_earlier_ = false;
-  write_archive(path, "CHECKPOINT", snapshot_);
+  snapshots_.reset(state());
+  write_archive(path, "CHECKPOINT", snapshots_.latest());
 }
 
 void Trainer::resume(const std::string& path) {
@@ -221,8 +207,7 @@ void Trainer::resume(const std::string& path) {
   // Checkpoints from before the guard ran without it.
   check_run_fields(a, path, fingerprint(), "a run", {{"objective", "-"}, {"max-gradient-spike", "0"}});
   load_state(a, path);
-  snapshot_ = a;
-  has_earlier_ = false;
+  snapshots_.reset(a);
 }
 
 void Trainer::load_state(const Archive& a, const std::string& path) {

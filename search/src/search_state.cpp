@@ -129,15 +129,15 @@ void Searcher::load_state(const registration::Archive& a, const std::string& pat
 void Searcher::save_checkpoint(const std::string& path) {
   // The checkpoint is also the state a fault rolls back to, as in a run resumed from it:
   // both then continue alike.
-  snapshot_ = state();
-  registration::write_archive(path, "SEARCH", snapshot_);
+  snapshots_.reset(state());
+  registration::write_archive(path, "SEARCH", snapshots_.latest());
 }
 
 void Searcher::resume(const std::string& path) {
   const registration::Archive a = registration::read_archive(path, "SEARCH");
   registration::check_run_fields(a, path, fingerprint(), "a search");
   load_state(a, path);
-  snapshot_ = a;
+  snapshots_.reset(a);
 }
 
 }  // namespace autoreg::search

@@ -107,7 +107,7 @@ Searcher::Searcher(registration::TrainingSet data, const registration::ModelInfo
   std::string start;
   for (double h : entropy()) start += (start.empty() ? "" : " ") + registration::exact_text(h);
   notes["entropy_start"] = start;
-  snapshot_ = state();
+  snapshots_.reset(state());
 }
 
 Searcher::~Searcher() = default;
@@ -238,14 +238,15 @@ SearchStep Searcher::step() {
       guard_.accepted(step_, r.gradient_norm, r.phase);
       r.rollbacks = guard_.rollbacks();
       r.gradient_average = guard_.gradient_average();
-      if (step_ % options_.snapshot_every == 0) snapshot_ = state();
+      snapshots_.accepted();
+      if (step_ % options_.snapshot_every == 0) snapshots_.take(state());
       return r;
     } catch (const registration::StepFault& e) {
       const auto record = guard_.faulted(step_ + 1, e.what(), "the search", "try a lower --lr");
-      load_state(snapshot_, "(the last good state)");
+      load_state(snapshots_.rollback(), "(the last good state)");
       guard_.keep(record);
       set_learning_rates();
-      snapshot_ = state();
+      snapshots_.replace_latest(state());
     }
   }
 }

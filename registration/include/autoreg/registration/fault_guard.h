@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "autoreg/registration/archive.h"
 
@@ -69,6 +70,41 @@ class FaultGuard {
   double average_ = 0;
   int64_t samples_ = 0;
   std::string phase_;
+};
+
+// The good states a fault rolls back to: the latest snapshot, and the one before it for
+// a state whose very next step faults (no smaller rate helps there: the gradient is taken
+// before the step). None before it right after a checkpoint or a resume, so that a run
+// resumed from a checkpoint continues exactly as one that was not stopped.
+class Snapshots {
+ public:
+  void take(Archive state) {
+    earlier_ = std::move(latest_);
+    has_earlier_ = true;
+    latest_ = std::move(state);
+  }
+  void reset(Archive state) {
+    latest_ = std::move(state);
+    has_earlier_ = false;
+  }
+  // The state just rolled back to, rewritten with the guard's new record.
+  void replace_latest(Archive state) { latest_ = std::move(state); }
+  void accepted() { no_step_since_rollback_ = false; }
+  // The state to load after a fault.
+  const Archive& rollback() {
+    if (no_step_since_rollback_ && has_earlier_) {
+      latest_ = earlier_;
+      has_earlier_ = false;
+    }
+    no_step_since_rollback_ = true;
+    return latest_;
+  }
+  const Archive& latest() const { return latest_; }
+
+ private:
+  Archive latest_, earlier_;
+  bool has_earlier_ = false;
+  bool no_step_since_rollback_ = false;
 };
 
 }  // namespace autoreg::registration

@@ -106,14 +106,7 @@ class Trainer {
   void set_learning_rate();
   // spike_factor's guard (in checkpoints, so a resumed run repeats) and the last good state.
   FaultGuard guard_;
-  mutable Archive snapshot_;
-  // The snapshot before it, for a state whose very next gradient faults (no smaller rate
-  // helps there: the gradient is taken before the step); none right after a checkpoint,
-  // so that a run resumed from it continues exactly as one that was not stopped.
-  mutable Archive earlier_snapshot_;
-  mutable bool has_earlier_ = false;
-  bool no_step_since_rollback_ = false;
-  void take_snapshot() const;
+  mutable Snapshots snapshots_;
 };
 
 }  // namespace autoreg::registration

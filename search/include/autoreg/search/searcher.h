@@ -270,7 +270,7 @@ class Searcher {
   int searched_term_count() const;
   std::optional<double> progress_;
   double progress() const;
-  registration::Archive snapshot_;
+  mutable registration::Snapshots snapshots_;
 };
 
 }  // namespace autoreg::search
