@@ -1,5 +1,6 @@
 // The divergence guard that training and the search share: what is a fault, what a fault
-// does to the step sizes and counts, when it gives up, and its checkpoint fields.
+// does to the step sizes and counts, when it gives up, its checkpoint fields, and the
+// snapshots a fault rolls back to.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -95,6 +96,37 @@ TEST(FaultGuard, ItsFieldsRoundTripAndOldCheckpointsReadAsAFreshGuard) {
   } catch (const ModelFileError& e) {
     EXPECT_EQ(std::string(e.what()), "x.ckpt: malformed field guard.lr_scale 'half'");
   }
+}
+
+
+Archive state_at(int step) {
+  Archive a;
+  a.fields.emplace_back("step", std::to_string(step));
+  return a;
+}
+
+std::string step_of(const Archive& a) { return a.field("step", "test"); }
+
+// A fault rolls back to the latest snapshot; when the first step from there faults too,
+// to the one before it (once: then the latest again); never past a checkpoint.
+TEST(Snapshots, AStateWhoseNextStepFaultsGivesWayToTheOneBefore) {
+  Snapshots s;
+  s.reset(state_at(0));
+  s.accepted();
+  s.take(state_at(10));
+  s.accepted();
+  s.take(state_at(20));
+  s.accepted();                          // step 21 accepted, step 22 faults:
+  EXPECT_EQ(step_of(s.rollback()), "20");  // back to the latest
+  s.replace_latest(state_at(20));
+  EXPECT_EQ(step_of(s.rollback()), "10");  // step 21 faults again from there: one further
+  EXPECT_EQ(step_of(s.rollback()), "10");  // and no further than that
+  s.accepted();
+  s.take(state_at(20));
+  s.reset(state_at(25));                 // a checkpoint: nothing before it
+  EXPECT_EQ(step_of(s.rollback()), "25");
+  EXPECT_EQ(step_of(s.rollback()), "25");
+  EXPECT_EQ(step_of(s.latest()), "25");
 }
 
 }  // namespace
