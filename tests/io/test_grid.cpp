@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
+#include <cstdint>
 
 #include "autoreg/io/grid.h"
 #include "autoreg/io/mapped.h"
@@ -127,18 +128,30 @@ TEST(Grid, OrientationCodeInvertsWithOrientation) {
 // The separable sampler gives sample_at's values on a grid whose axes are the volume's,
 // permuted and flipped, at another spacing, partly outside the volume; an oblique grid is
 // left to sample_at.
-TEST(Grid, SampleOnParallelGridEqualsSampleAt) {
-  at::manual_seed(4);
+// A random 3-channel field on a 9×7×6 grid of anisotropic voxels.
+Volume random_field(uint64_t seed) {
+  at::manual_seed(seed);
   Geometry g;
   g.size = {9, 7, 6};
   g.spacing = {2, 2.5, 3};
   g.origin = {-8, 4, 20};
-  const Volume field{at::randn({1, 3, 6, 7, 9}), g};
-  Geometry t = io::with_orientation(g, "SLA");  // i along S, j along L, k along A
+  return {at::randn({1, 3, 6, 7, 9}), g};
+}
+
+// A grid whose axes are g's permuted (i along S, j along L, k along A), at other
+// spacings, shifted by `shift` mm along x so that some of its voxels fall outside g.
+Geometry parallel_target(const Geometry& g, double shift) {
+  Geometry t = io::with_orientation(g, "SLA");
   t.size = {23, 15, 19};
   t.spacing = {0.9, 1.3, 1.1};
-  t.origin[0] -= 2.3;  // some target voxels fall outside the volume
+  t.origin[0] -= shift;
   t.origin[2] += 1.75;  // (not onto a voxel's outer face, where float32 and float64 disagree)
+  return t;
+}
+
+TEST(Grid, SampleOnParallelGridEqualsSampleAt) {
+  const Volume field = random_field(4);
+  Geometry t = parallel_target(field.geometry, 2.3);
   const auto fast = io::sample_on_parallel_grid(field, t);
   ASSERT_TRUE(fast.has_value());
   const at::Tensor want = io::sample_at(field, io::physical_points(t));
@@ -151,21 +164,12 @@ TEST(Grid, SampleOnParallelGridEqualsSampleAt) {
   EXPECT_FALSE(io::sample_on_parallel_grid(field, t).has_value());
 }
 
-
 // With Outside::Border a point outside reads the value at the nearest point of the
 // volume, in both samplers: sample_at at the points clamped into the volume.
 TEST(Grid, OutsideBorderContinuesTheFaceValues) {
-  at::manual_seed(5);
-  Geometry g;
-  g.size = {9, 7, 6};
-  g.spacing = {2, 2.5, 3};
-  g.origin = {-8, 4, 20};
-  const Volume field{at::randn({1, 3, 6, 7, 9}), g};
-  Geometry t = io::with_orientation(g, "SLA");
-  t.size = {23, 15, 19};
-  t.spacing = {0.9, 1.3, 1.1};
-  t.origin[0] -= 4.3;
-  t.origin[2] += 1.75;
+  const Volume field = random_field(5);
+  const Geometry& g = field.geometry;
+  const Geometry t = parallel_target(g, 4.3);
   // The reference: each target point moved to the nearest point of the volume's box of
   // voxel centres, then sampled.
   const at::Tensor points = io::physical_points(t).to(at::kDouble);  // 1×3×D×H×W, x y z

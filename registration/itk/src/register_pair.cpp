@@ -6,7 +6,6 @@
 
 #include <stdexcept>
 
-
 #include "autoreg/io/field.h"
 #include "autoreg/io/grid.h"
 #include "autoreg/io/mapped.h"
