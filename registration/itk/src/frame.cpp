@@ -130,7 +130,7 @@ AxisTable axis_table(int64_t full, int64_t begin, int64_t end, int64_t coarse) {
 inline void add_sample(const float* v, int64_t D, int64_t H, int64_t W, float z, float y, float x,
                        float out[3]) {
   const auto axis = [](float p, int64_t n, int64_t& i0, int64_t& i1, float& w1) {
-    p = std::clamp(p, 0.f, float(n - 1));
+    p = p > 0.f ? std::min(p, float(n - 1)) : 0.f;  // NaN (a diverged field) reads voxel 0
     i0 = std::min<int64_t>(int64_t(p), n - 1);
     i1 = std::min<int64_t>(i0 + 1, n - 1);
     w1 = p - float(i0);
