@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <iostream>
+#include <streambuf>
 #include <string>
 
 #include "autoreg/io/volume.h"
@@ -59,6 +61,15 @@ int main(int argc, char** argv) {
   // unmapped on every operation).
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 1 << 30);
+  // ITK's file readers (MetaIO, GDCM, NIfTI) write their own diagnostics to std::cerr,
+  // several lines per bad file, beside the one-line message this command prints; they go
+  // nowhere unless AUTOREG_VERBOSE is set. autoreg's own messages use stdio.
+  struct Discard : std::streambuf {
+    int overflow(int c) override { return traits_type::not_eof(c); }
+  };
+  static Discard itk_chatter;
+  const char* verbose = std::getenv("AUTOREG_VERBOSE");
+  if (!verbose || !*verbose || std::strcmp(verbose, "0") == 0) std::cerr.rdbuf(&itk_chatter);
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? kUsage : kOk;

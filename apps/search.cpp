@@ -47,6 +47,7 @@ namespace {
 namespace fs = std::filesystem;
 
 int search_main(SearchParams p) {
+  const bool made_out = !fs::exists(p.out);
   fs::create_directories(p.out);
   const Paths out{fs::path(p.out)};
   const std::string checkpoint = out.file("search.ckpt");
@@ -55,7 +56,14 @@ int search_main(SearchParams p) {
     throw UsageError(p.out + " holds a search already: --resume continues it, or choose another --out");
   }
   if (!p.op_cost.empty() && !fs::exists(p.op_cost)) throw io::IoError(p.op_cost + ": no such operation-cost file");
-  const registration::TrainingSet data = load_data(p);
+  registration::TrainingSet data;
+  try {
+    data = load_data(p);
+  } catch (const io::IoError&) {
+    std::error_code ec;
+    if (made_out) fs::remove_all(p.out, ec);  // bad input: leave nothing behind
+    throw;
+  }
   const search::OpCosts costs = operation_costs(p, out);
   const double default_ms = search::predicted_ms(costs, registration::Genotype::standard());
   if (p.default_budget) p.options.budget_ms = default_ms;

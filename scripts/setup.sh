@@ -22,6 +22,7 @@ APT_PACKAGES=(build-essential cmake ninja-build ccache git python3 python3-venv
   libinsighttoolkit5-dev libtclap-dev nlohmann-json3-dev libgtest-dev libgmock-dev
   libbenchmark-dev
   libdeflate-dev   # the parallel .nii.gz writer
+  zlib1g-dev       # reading .gz inputs to their end (files cut short)
   libgdcm-tools    # GDCM's CMake package (pulled in by ITK) names its tools
   elastix)         # the reference bench/register_e2e.py compares against
 

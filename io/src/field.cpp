@@ -122,13 +122,16 @@ at::Tensor read_displacement_field(const std::string& path, Geometry* grid) {
   if (!fs::exists(path, ec)) fail(path, "no such file");
   if (is_transform_file(path)) return read_field_transform(path, grid);
   auto reader = itk::ImageFileReader<FieldImage>::New();
-  reader->SetImageIO(check_header(path, 3));  // the header is parsed once
+  const itk::ImageIOBase::Pointer header = check_header(path, 3);  // the header is parsed once
+  reader->SetImageIO(header);
   reader->SetFileName(path);
-  try {
-    reader->Update();
-  } catch (const itk::ExceptionObject& e) {
-    fail(path, std::string("cannot read displacement field: ") + e.GetDescription());
-  }
+  read_whole(path, *header, [&] {
+    try {
+      reader->Update();
+    } catch (const itk::ExceptionObject& e) {
+      fail(path, "cannot read displacement field: " + itk_reason(e, path));
+    }
+  });
   return voxels_of(path, reader->GetOutput(), at::kFloat, grid);
 }
 

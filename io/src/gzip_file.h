@@ -47,3 +47,17 @@ void gzip_file(const std::string& source, const std::string& target, int level, 
                int64_t block_bytes = int64_t(8) << 20);
 
 }  // namespace autoreg::io::detail
+
+namespace autoreg::io::detail {
+
+// Reads the input file `path` to its end without keeping its bytes: a .gz file through
+// zlib (every member must be whole: zlib checks each member's CRC-32 and length), any
+// other file as it is; together they must hold at least `min_bytes`. zlib's gzread (and so
+// ITK's NIfTI reader) returns a short read on a file cut short without an error; this is
+// the check it lacks. Zero padding or other bytes after the last whole gzip member are
+// ignored, as gzread and gzip -d ignore them. For NIfTI-1 (.nii, .nii.gz), float32 and
+// float64 voxels must be finite: ITK's NIfTI library reads NaN and infinity as 0 without a
+// word. Throws IoError naming the file: "truncated", "corrupt", "non-finite".
+void check_input_stream(const std::string& path, uint64_t min_bytes);
+
+}  // namespace autoreg::io::detail

@@ -24,6 +24,11 @@ namespace fs = std::filesystem;
 
 void register_formats();
 
+// ITK's exception text as one line: without its "ITK ERROR: Class(0x…): " prefixes,
+// without the file name it repeats, without "Reason: " lines carrying a stale errno, lines
+// joined by "; ".
+std::string itk_reason(const itk::ExceptionObject& e, const std::string& path);
+
 [[noreturn]] inline void fail(const std::string& path, const std::string& what) {
   throw IoError(path + ": " + what);
 }
@@ -33,6 +38,13 @@ void register_formats();
 // truncation, which ITK does not notice).
 // Returns the ImageIO that read the header, for the reader to reuse.
 itk::ImageIOBase::Pointer check_header(const std::string& path, unsigned components);
+
+// Runs read() (an ITK reader's Update on `path`, whose header check_header returned) and,
+// for a .gz or NIfTI file, reads the file to its end on a second thread meanwhile
+// (check_input_stream): zlib's gzread hands ITK a short read without an error when the
+// file was cut short, and ITK's NIfTI library reads NaN voxels as 0. Throws IoError naming
+// the file ("truncated", "corrupt", "non-finite").
+void read_whole(const std::string& path, const itk::ImageIOBase& header, const std::function<void()>& read);
 
 // The output folder exists and is writable.
 void check_output_path(const std::string& path);

@@ -29,7 +29,9 @@ const itk::TransformFileReaderTemplate<double>::TransformListType* read_transfor
   try {
     reader->Update();
   } catch (const itk::ExceptionObject& e) {
-    fail(path, std::string("not a readable ITK transform file: ") + e.GetDescription());
+    fail(path, "not a readable ITK transform file: " + itk_reason(e, path));
+  } catch (const std::exception& e) {  // ITK's text parsers throw std:: errors on some input
+    fail(path, std::string("not a readable ITK transform file: ") + e.what());
   }
   return reader->GetTransformList();
 }

@@ -24,9 +24,14 @@
 #include "nifti_file.h"
 
 #include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <future>
 #include <mutex>
+#include <sstream>
 #include <unistd.h>
 
 namespace autoreg::io {
@@ -48,8 +53,29 @@ void register_formats() {
   });
 }
 
+std::string itk_reason(const itk::ExceptionObject& e, const std::string& path) {
+  std::istringstream in(e.GetDescription());
+  std::string line, out;
+  while (std::getline(in, line)) {
+    if (line.rfind("ITK ERROR: ", 0) == 0) {
+      const size_t colon = line.find("): ");
+      line = colon == std::string::npos ? line.substr(11) : line.substr(colon + 3);
+    }
+    if (line.rfind("Reason: ", 0) == 0) continue;  // errno from some earlier call
+    for (size_t at = line.find(path); !path.empty() && at != std::string::npos; at = line.find(path)) {
+      line.replace(at, path.size(), "the file");
+    }
+    while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.pop_back();
+    if (line.empty()) continue;
+    out += (out.empty() ? "" : "; ") + line;
+  }
+  return out.empty() ? "unknown ITK error" : out;
+}
+
 void check_output_path(const std::string& path) {
   const fs::path parent = fs::path(path).parent_path();
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) fail(path, "is a folder; an output file name is needed");
   if (!parent.empty() && !fs::is_directory(parent)) fail(path, "output folder does not exist");
   if (::access(parent.empty() ? "." : parent.c_str(), W_OK) != 0) {
     fail(path, "output folder is not writable");
@@ -88,7 +114,7 @@ void write_atomically(const std::string& path,
     fs::rename(tmp, target);
   } catch (const itk::ExceptionObject& e) {
     fs::remove_all(cleanup, ec);
-    fail(path, std::string("cannot write: ") + e.GetDescription());
+    fail(path, "cannot write: " + itk_reason(e, path));
   } catch (const fs::filesystem_error& e) {
     fs::remove_all(cleanup, ec);
     fail(path, std::string("cannot write: ") + e.what());
@@ -117,6 +143,65 @@ void write_compressed(const std::string& tmp, const std::function<void(const std
   gzip_file(plain, tmp, /*level=*/1, at::get_num_threads());
 }
 
+namespace {
+
+std::atomic<uint64_t> max_bytes_override{0};
+
+std::string gib(long double bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.3Lg GiB", bytes / (1ull << 30));
+  return buf;
+}
+
+// Refuses a header whose voxels would take more than max_volume_bytes() (computed in long
+// double: a corrupt header's sizes overflow 64 bits).
+void check_declared_size(const std::string& path, const itk::ImageIOBase& header) {
+  long double voxels = 1;
+  std::string dims;
+  for (unsigned a = 0; a < header.GetNumberOfDimensions(); ++a) {
+    voxels *= static_cast<long double>(header.GetDimensions(a));
+    dims += (a ? "×" : "") + std::to_string(header.GetDimensions(a));
+  }
+  const long double bytes = voxels * header.GetNumberOfComponents() *
+                            std::max<long double>(4, header.GetComponentSize());
+  const uint64_t limit = max_volume_bytes();
+  if (bytes > static_cast<long double>(limit)) {
+    fail(path, "declares " + dims + " voxels (" + gib(bytes) + " in memory), more than the limit of " +
+                   gib(limit) + " (set AUTOREG_MAX_VOLUME_GB on a machine with more memory)");
+  }
+}
+
+// Spacing must be positive and finite and the axes' directions a rotation or reflection
+// (orthonormal columns): every resampling here maps points through spacing and direction,
+// and a zero, negative or NaN spacing or a singular or sheared direction would give
+// fields and warps in wrong or undefined places without any error.
+void check_grid(const std::string& path, const itk::ImageIOBase& header) {
+  const unsigned n = std::min(3u, header.GetNumberOfDimensions());
+  for (unsigned a = 0; a < n; ++a) {
+    const double s = header.GetSpacing(a);
+    if (!(s > 0) || !std::isfinite(s)) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%g", s);
+      fail(path, "spacing of axis " + std::to_string(a) + " is " + buf + " (it must be a positive number of mm)");
+    }
+  }
+  for (unsigned a = 0; a < n; ++a) {
+    for (unsigned b = a; b < n; ++b) {
+      const auto u = header.GetDirection(a), v = header.GetDirection(b);
+      double dot = 0;
+      for (unsigned r = 0; r < n && r < u.size() && r < v.size(); ++r) dot += u[r] * v[r];
+      if (!(std::abs(dot - (a == b ? 1.0 : 0.0)) < 1e-3)) {
+        fail(path, std::string("direction matrix is ") +
+                       (a == b ? "not made of unit vectors" : "singular or not orthogonal (sheared)") +
+                       ": axes " + std::to_string(a) + " and " + std::to_string(b) +
+                       " have dot product " + std::to_string(dot) + "; a rotation or reflection is needed");
+      }
+    }
+  }
+}
+
+}  // namespace
+
 itk::ImageIOBase::Pointer check_header(const std::string& path, unsigned components) {
   itk::ImageIOBase::Pointer header =
       itk::ImageIOFactory::CreateImageIO(path.c_str(), itk::IOFileModeEnum::ReadMode);
@@ -125,8 +210,10 @@ itk::ImageIOBase::Pointer check_header(const std::string& path, unsigned compone
   try {
     header->ReadImageInformation();
   } catch (const itk::ExceptionObject& e) {
-    fail(path, std::string("corrupt or truncated image header: ") + e.GetDescription());
+    fail(path, "corrupt or truncated image header: " + itk_reason(e, path));
   }
+  check_declared_size(path, *header);
+  check_grid(path, *header);
   // ITK reads a truncated uncompressed NIfTI file without complaint (the missing
   // voxels come back as garbage): compare the file's size with what the header needs.
   std::error_code ec;
@@ -142,11 +229,29 @@ itk::ImageIOBase::Pointer check_header(const std::string& path, unsigned compone
   if (header->GetNumberOfComponents() != components) {
     fail(path, "has " + std::to_string(header->GetNumberOfComponents()) +
                    " components per voxel; " +
-                   (components == 1 ? std::string("a scalar volume")
-                                    : std::to_string(components) + "-vectors") +
-                   " are needed");
+                   (components == 1 ? std::string("a scalar volume is needed")
+                                    : std::to_string(components) + "-vectors are needed"));
   }
   return header;
+}
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+}  // namespace
+
+void read_whole(const std::string& path, const itk::ImageIOBase& header, const std::function<void()>& read) {
+  std::future<void> whole;
+  const bool nifti = ends_with(path, ".nii") || ends_with(path, ".nii.gz");
+  if (nifti || ends_with(path, ".gz")) {
+    const uint64_t needed = header.GetImageSizeInBytes() + (nifti ? 348 : 0);
+    whole = std::async(std::launch::async, [path, needed] { check_input_stream(path, needed); });
+  }
+  read();  // on an exception, the future's destructor waits for the check
+  if (whole.valid()) whole.get();
 }
 
 }  // namespace detail
@@ -165,7 +270,7 @@ typename Reader::OutputImageType::Pointer run_reader(Reader* reader, const std::
   try {
     reader->Update();
   } catch (const itk::ExceptionObject& e) {
-    fail(path, std::string(what) + ": " + e.GetDescription());
+    fail(path, std::string(what) + ": " + itk_reason(e, path));
   }
   return reader->GetOutput();
 }
@@ -173,9 +278,12 @@ typename Reader::OutputImageType::Pointer run_reader(Reader* reader, const std::
 template <typename Pixel>
 typename Image3<Pixel>::Pointer read_file(const std::string& path) {
   auto reader = itk::ImageFileReader<Image3<Pixel>>::New();
-  reader->SetImageIO(check_header(path, 1));  // the header is parsed once
+  const itk::ImageIOBase::Pointer header = check_header(path, 1);  // the header is parsed once
+  reader->SetImageIO(header);
   reader->SetFileName(path);
-  return run_reader(reader.GetPointer(), path, "cannot read voxels (truncated or corrupt?)");
+  typename Image3<Pixel>::Pointer image;
+  read_whole(path, *header, [&] { image = run_reader(reader.GetPointer(), path, "cannot read voxels (truncated or corrupt?)"); });
+  return image;
 }
 
 template <typename Pixel>
@@ -220,6 +328,20 @@ void check_readable(const std::string& path) {
 
 void check_output(const std::string& path) { detail::check_output_path(path); }
 
+uint64_t max_volume_bytes() {
+  if (const uint64_t set = max_bytes_override.load()) return set;
+  if (const char* env = std::getenv("AUTOREG_MAX_VOLUME_GB")) {
+    char* end = nullptr;
+    const double gb = std::strtod(env, &end);
+    if (end != env && *end == '\0' && gb > 0 && gb < 1e9) return uint64_t(gb * double(1ull << 30));
+    throw IoError(std::string("AUTOREG_MAX_VOLUME_GB=") + env + ": not a positive number of GiB");
+  }
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) / 4 : uint64_t(4) << 30;
+}
+
+void set_max_volume_bytes(uint64_t bytes) { max_bytes_override = bytes; }
+
 Geometry read_geometry(const std::string& path) {
   check_readable(path);
   if (fs::is_directory(path)) return read_volume(path).geometry;  // a DICOM series
@@ -237,7 +359,25 @@ Geometry read_geometry(const std::string& path) {
 
 Volume read_volume(const std::string& path, PixelKind kind) {
   check_readable(path);
-  if (kind == PixelKind::Labels) return read_as<int32_t>(path, at::kInt);
+  if (kind == PixelKind::Labels) {
+    using Type = itk::IOComponentEnum;
+    const auto type = fs::is_directory(path) ? Type::UNKNOWNCOMPONENTTYPE : check_header(path, 1)->GetComponentType();
+    if (type != Type::FLOAT && type != Type::DOUBLE) return read_as<int32_t>(path, at::kInt);
+    // Label maps stored as floating point (as some tools write them) are read whole and
+    // must hold integers: ITK's cast to int would truncate 1.5 to 1 without a word.
+    Volume v = read_as<double>(path, at::kDouble);
+    const at::Tensor d = v.data.flatten();
+    const at::Tensor bad = d.ne(d.round()).logical_or_(d.abs().gt(double(INT32_MAX))).logical_or_(d.isnan());
+    if (bad.any().item<bool>()) {
+      const int64_t i = bad.nonzero()[0][0].item<int64_t>();
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "label map of floating-point voxels: value %g at voxel %lld is not an integer label",
+                    d[i].item<double>(), static_cast<long long>(i));
+      fail(path, buf);
+    }
+    v.data = v.data.to(at::kInt);
+    return v;
+  }
   Volume v = read_as<float>(path, at::kFloat);
   if (!at::isfinite(v.data).all().item<bool>()) {
     fail(path, "contains non-finite voxel values (NaN or infinity)");

@@ -120,6 +120,11 @@ registration::TrainingSet load_training_set(const io::Manifest& manifest, regist
                                             int64_t size_multiple, const DatasetOptions& options) {
   c10::AutoGradMode no_grad(false);
   const auto atlas_rows = manifest.split("atlas");
+  // Counted before anything is read or cached: the Trainer says the same after loading.
+  if (manifest.split("train").size() < (atlas_rows.empty() ? 2u : 1u)) {
+    throw std::invalid_argument(manifest.path + (atlas_rows.empty() ? ": pairwise training needs at least two training subjects"
+                                                                     : ": training needs at least one training subject besides the atlas"));
+  }
   io::ManifestRow reference_row;
   if (!atlas_rows.empty()) {
     reference_row = atlas_rows.front();

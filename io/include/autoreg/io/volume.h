@@ -41,6 +41,15 @@ struct Volume {
   Geometry geometry;
 };
 
+// The most bytes one input volume may take in memory (its voxels as float32 or int32, or
+// as the file's type where that is wider): a header that declares more is refused with
+// IoError naming the file and the size, before anything is allocated, so a corrupt or
+// hostile header cannot make a command allocate gigabytes. Default: a quarter of the
+// machine's physical memory, or AUTOREG_MAX_VOLUME_GB (in GiB) where it is set; the
+// setter overrides both (0 restores the default).
+uint64_t max_volume_bytes();
+void set_max_volume_bytes(uint64_t bytes);
+
 // Reads a 3-D scalar volume (a file, or a directory holding one DICOM series).
 Volume read_volume(const std::string& path, PixelKind kind = PixelKind::Intensity);
 
