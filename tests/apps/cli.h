@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <utility>
 
 #include "autoreg/io/field.h"
 #include "autoreg/io/volume.h"
@@ -40,6 +41,20 @@ inline Result run(const std::string& args) { return run_command(std::string(AUTO
 inline Result run_with_signal(const std::string& args, int seconds) {
   return run_command("timeout --preserve-status -s TERM " + std::to_string(seconds) + " " + std::string(AUTOREG_BIN) +
                      " " + args + " 2>&1");
+}
+
+// Subject s of a small synthetic dataset on 20×22×24 voxels (the train, search and kill
+// tests'): two nested spheres shifted with s, as an image (with a gradient along the first
+// axis when `ramp`) and a label map (1 outside, 2 inside the inner sphere).
+inline std::pair<at::Tensor, at::Tensor> sphere_subject(int s, bool ramp) {
+  const at::Tensor r = at::linspace(-1, 1, 20).view({20, 1, 1}), q = at::linspace(-1, 1, 22).view({1, 22, 1}),
+                   p = at::linspace(-1, 1, 24).view({1, 1, 24});
+  const double shift = 0.08 * (s - 2);
+  const at::Tensor d2 = (r - shift).pow(2) + q.pow(2) + (p + shift).pow(2);
+  at::Tensor image = 0.4 * (d2 < 0.6).to(at::kFloat) + 0.5 * (d2 < 0.2).to(at::kFloat);
+  if (ramp) image = image + 0.05 * (r + 1);
+  const at::Tensor labels = (d2 < 0.6).to(at::kInt) + (d2 < 0.2).to(at::kInt);
+  return {image.view({1, 1, 20, 22, 24}), labels.view({1, 1, 20, 22, 24})};
 }
 
 class Cli : public ::testing::Test {

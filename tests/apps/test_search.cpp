@@ -25,14 +25,8 @@ class Search : public Cli {
     io::Geometry g;
     g.size = {24, 22, 20};
     g.spacing = {1.0, 1.1, 1.2};
-    const at::Tensor r = at::linspace(-1, 1, 20).view({20, 1, 1}), q = at::linspace(-1, 1, 22).view({1, 22, 1}),
-                     p = at::linspace(-1, 1, 24).view({1, 1, 24});
     for (int s = 0; s < 5; ++s) {
-      const double shift = 0.08 * (s - 2);
-      const at::Tensor d2 = (r - shift).pow(2) + q.pow(2) + (p + shift).pow(2);
-      const at::Tensor image = (0.4 * (d2 < 0.6).to(at::kFloat) + 0.5 * (d2 < 0.2).to(at::kFloat) + 0.05 * (r + 1))
-                                   .view({1, 1, 20, 22, 24});
-      const at::Tensor labels = ((d2 < 0.6).to(at::kInt) + (d2 < 0.2).to(at::kInt)).view({1, 1, 20, 22, 24});
+      const auto [image, labels] = sphere_subject(s, /*ramp=*/true);
       io::write_volume(path("s" + std::to_string(s) + ".nii.gz"), {image, g});
       io::write_volume(path("s" + std::to_string(s) + "_seg.nii.gz"), {labels, g});
     }

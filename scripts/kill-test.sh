@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Crash consistency at scale: kills `autoreg register` and `autoreg train` with SIGKILL
+# KILLS times in all (default 240, half per command) at moments spread over their runs,
+# and checks after each kill that outputs are whole or absent, inputs unchanged, and that
+# training resumed after kills ends bit for bit as an uninterrupted run
+# (tests/apps/test_kill.cpp; ctest runs the same test with 16 kills). Needs a build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+AUTOREG_KILLS="${1:-240}" exec build/bin/autoreg_cli_tests --gtest_filter='Kill.*'

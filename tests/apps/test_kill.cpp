@@ -1,0 +1,243 @@
+// Crash consistency: `autoreg register` and `autoreg train` killed with SIGKILL at many
+// moments of their runs. After every kill, each output path either does not exist or holds
+// a complete file that reads back (volumes and fields to the end of their gzip streams,
+// models and checkpoints through their checksums), and no input has changed; a training
+// run killed again and again and resumed each time ends with the same weights, bit for
+// bit, as one that ran straight through.
+//
+// AUTOREG_KILLS sets the number of kills (default 16, half per command; scripts/kill-test.sh
+// runs hundreds). The moments are spread uniformly over an uninterrupted run's length.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <random>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <thread>
+
+#include "autoreg/io/field.h"
+#include "autoreg/io/transform.h"
+#include "autoreg/io/volume.h"
+#include "autoreg/registration/archive.h"
+#include "autoreg/registration/model_file.h"
+#include "cli.h"
+
+extern char** environ;
+
+namespace autoreg::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string file_bytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+// Starts autoreg with `args` (split on spaces), its output discarded.
+pid_t spawn(const std::string& args) {
+  std::vector<std::string> words{AUTOREG_BIN};
+  std::istringstream in(args);
+  for (std::string w; in >> w;) words.push_back(w);
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, AUTOREG_BIN, &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return rc == 0 ? pid : -1;
+}
+
+struct Outcome {
+  bool killed;  // false: the run ended by itself first
+  int code;     // its exit code when it ended by itself
+};
+
+// Runs autoreg and sends SIGKILL after `seconds` unless it has ended by then.
+Outcome run_and_kill(const std::string& args, double seconds) {
+  const pid_t pid = spawn(args);
+  if (pid < 0) return {false, -1};
+  const auto deadline = Clock::now() + std::chrono::duration<double>(seconds);
+  int status = 0;
+  while (Clock::now() < deadline) {
+    if (::waitpid(pid, &status, WNOHANG) == pid) return {false, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  }
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, &status, 0);
+  if (WIFSIGNALED(status)) return {true, -1};
+  return {false, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+}
+
+int kills_wanted() {
+  const char* env = std::getenv("AUTOREG_KILLS");
+  return env ? std::max(2, std::atoi(env)) : 16;
+}
+
+class Kill : public Cli {
+ protected:
+  void SetUp() override {
+    Cli::SetUp();
+    // Register inputs large enough that reading, registering and writing each take a
+    // while (48³, smooth): the kills land in every stage.
+    io::Geometry g;
+    g.size = {48, 48, 48};
+    g.spacing = {2, 2, 2};
+    at::manual_seed(3);
+    const auto smooth = [](int64_t n) {
+      return at::upsample_trilinear3d(at::rand({1, 1, 6, 6, 6}), {n, n, n}, true);
+    };
+    io::write_volume(path("fixed.nii.gz"), {smooth(48), g});
+    const at::Tensor moving = smooth(48);
+    io::write_volume(path("moving48.nii.gz"), {moving, g});
+    io::write_volume(path("moving48_labels.nii.gz"), {(moving * 4).floor().to(at::kInt), g});
+    // A pairwise training set.
+    io::Geometry t;
+    t.size = {24, 22, 20};
+    std::ofstream csv(path("data.csv"));
+    csv << "image,labels,split\n";
+    for (int s = 0; s < 4; ++s) {
+      const auto [image, labels] = sphere_subject(s, /*ramp=*/true);
+      const std::string name = "s" + std::to_string(s);
+      io::write_volume(path(name + ".nii.gz"), {image, t});
+      io::write_volume(path(name + "_seg.nii.gz"), {labels, t});
+      csv << name << ".nii.gz," << name << "_seg.nii.gz," << (s == 3 ? "val" : "train") << "\n";
+    }
+    csv.close();
+    inputs_ = snapshot();
+  }
+
+  std::map<std::string, std::string> snapshot() const {
+    std::map<std::string, std::string> files;
+    for (const auto& e : fs::directory_iterator(dir_)) {
+      if (e.is_regular_file()) files[e.path().filename().string()] = file_bytes(e.path());
+    }
+    return files;
+  }
+
+  // Every input is as it was.
+  void expect_inputs_unchanged(const std::string& when) {
+    const auto now = snapshot();
+    for (const auto& [name, bytes] : inputs_) {
+      const auto it = now.find(name);
+      EXPECT_TRUE(it != now.end() && it->second == bytes) << name << " changed " << when;
+    }
+  }
+
+  // `check` reads the file at `p` if it exists; a throw is a partial or corrupt output.
+  void expect_whole(const std::string& p, const std::function<void(const std::string&)>& check, const std::string& when) {
+    if (!fs::exists(p)) return;
+    ++outputs_seen_;
+    try {
+      check(p);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "partial or corrupt output " << when << ": " << e.what();
+    }
+  }
+
+  // Temporary files a killed run could not remove (hidden or suffixed names beside the
+  // outputs; never at an output's path).
+  int leftovers() const {
+    int n = 0;
+    for (const auto& e : fs::recursive_directory_iterator(dir_)) {
+      const std::string name = e.path().filename().string();
+      n += name.find(".autoreg-tmp") != std::string::npos || name.find(".tmp") != std::string::npos;
+    }
+    return n;
+  }
+
+  std::map<std::string, std::string> inputs_;
+  int outputs_seen_ = 0;
+};
+
+TEST_F(Kill, RegisterLeavesWholeOutputsOrNone) {
+  const std::string args = "register --fixed " + path("fixed.nii.gz") + " --moving " + path("moving48.nii.gz") +
+                           " --moving-labels " + path("moving48_labels.nii.gz") + " --out-labels " + path("l.nii.gz") +
+                           " --out-warped " + path("w.nii.gz") + " --out-field " + path("f.nii.gz") +
+                           " --out-affine " + path("a.tfm") + " --iterations 20,10 --threads 2";
+  const auto start = Clock::now();
+  ASSERT_EQ(run_and_kill(args, 600).code, 0);
+  const double full = std::chrono::duration<double>(Clock::now() - start).count();
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> moment(0, full);
+  int killed = 0;
+  const int kills = kills_wanted() / 2;
+  for (int k = 0; k < kills; ++k) {
+    for (const char* o : {"w.nii.gz", "f.nii.gz", "l.nii.gz", "a.tfm"}) fs::remove(path(o));
+    const double at = moment(rng);
+    const Outcome out = run_and_kill(args, at);
+    killed += out.killed;
+    if (!out.killed) EXPECT_EQ(out.code, 0);
+    const std::string when = "after a kill at " + std::to_string(at) + " s";
+    expect_whole(path("w.nii.gz"), [](const std::string& p) { io::read_volume(p); }, when);
+    expect_whole(path("l.nii.gz"), [](const std::string& p) { io::read_volume(p, io::PixelKind::Labels); }, when);
+    expect_whole(path("f.nii.gz"), [](const std::string& p) { io::read_displacement_field(p); }, when);
+    expect_whole(path("a.tfm"), [](const std::string& p) { io::read_affine(p); }, when);
+    expect_inputs_unchanged(when);
+  }
+  std::printf("register: %d runs killed of %d (uninterrupted run %.2f s), %d outputs found whole, %d temporaries left\n",
+              killed, kills, full, outputs_seen_, leftovers());
+  EXPECT_GT(killed, 0);
+}
+
+TEST_F(Kill, TrainResumedAfterEveryKillEndsAsAnUninterruptedRun) {
+  const std::string base = "train --manifest " + path("data.csv") +
+                           " --grid 16x16x16 --spacing 1.5 --steps 6 --checkpoint-every 1 --validate-every 3 --threads 2";
+  const auto start = Clock::now();
+  ASSERT_EQ(run_and_kill(base + " --out " + path("ref.autoreg") + " --cache " + path("ref.cache"), 600).code, 0);
+  const double full = std::chrono::duration<double>(Clock::now() - start).count();
+  const registration::Model ref = registration::load_model(path("ref.autoreg"));
+  const auto same_weights = [&](const std::string& p) {
+    const registration::Model m = registration::load_model(p);
+    const auto a = ref.network->named_parameters(), b = m.network->named_parameters();
+    if (a.size() != b.size()) return false;
+    for (const auto& item : a) {
+      if (!at::equal(item.value(), b[item.key()])) return false;
+    }
+    return true;
+  };
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> moment(0, full);
+  const std::string out = path("k.autoreg"), ckpt = out + ".ckpt";
+  // The killed runs make their own cache, so kills land in preprocessing too.
+  const std::string args = base + " --out " + out + " --cache " + path("k.cache");
+  int killed = 0, finished = 0;
+  const int kills = kills_wanted() - kills_wanted() / 2;
+  for (int k = 0; k < kills || !fs::exists(out); ++k) {
+    ASSERT_LT(k, kills + 20) << "the killed runs never finished";
+    const bool resume = fs::exists(ckpt);
+    const double at = k < kills ? moment(rng) : 600;
+    const Outcome o = run_and_kill(args + (resume ? " --resume" : ""), at);
+    killed += o.killed;
+    const std::string when = "after a kill at " + std::to_string(at) + " s (run " + std::to_string(k) + ")";
+    if (!o.killed) EXPECT_EQ(o.code, 0) << when;
+    expect_whole(ckpt, [](const std::string& p) { registration::read_archive(p, "CHECKPOINT"); }, when);
+    expect_whole(out, [](const std::string& p) { registration::load_model(p); }, when);
+    expect_inputs_unchanged(when);
+    if (fs::exists(out)) {  // finished: the same weights as the run that was never killed
+      ++finished;
+      EXPECT_TRUE(same_weights(out)) << "resumed run differs from the uninterrupted one, " << when;
+      if (k + 1 < kills) {
+        for (const auto& p : {out, ckpt, out + ".log.jsonl"}) fs::remove(p);
+      }
+    }
+  }
+  std::printf("train: %d runs killed, %d finished runs compared (uninterrupted run %.2f s), %d outputs found whole, "
+              "%d temporaries left\n", killed, finished, full, outputs_seen_, leftovers());
+  EXPECT_GT(killed, 0);
+  EXPECT_GT(finished, 0);
+}
+
+}  // namespace
+}  // namespace autoreg::test
