@@ -23,6 +23,7 @@ APT_PACKAGES=(build-essential cmake ninja-build ccache git python3 python3-venv
   libbenchmark-dev
   libdeflate-dev   # the parallel .nii.gz writer
   zlib1g-dev       # reading .gz inputs to their end (files cut short)
+  libhdf5-dev      # checking .h5 transform files before ITK reads them
   libgdcm-tools    # GDCM's CMake package (pulled in by ITK) names its tools
   elastix)         # the reference bench/register_e2e.py compares against
 

@@ -39,6 +39,19 @@ std::string itk_reason(const itk::ExceptionObject& e, const std::string& path);
 // Returns the ImageIO that read the header, for the reader to reuse.
 itk::ImageIOBase::Pointer check_header(const std::string& path, unsigned components);
 
+// Checks what ITK's image readers do not survive, before they read `path`'s header: NIfTI
+// headers with non-finite orientation numbers (abort() in VNL), MetaImage headers naming
+// a data file that does not exist (a bad free in MetaIO). Throws IoError naming the file.
+void check_header_bytes(const std::string& path);
+
+// Checks an ITK .h5 transform file's parameters before ITK reads it: finite numbers, and a
+// displacement field's declared size matching its parameters (io/src/hdf5_check.cpp).
+// Throws IoError naming the file.
+void check_hdf5_transform(const std::string& path);
+// Checks that each Matlab v4 matrix of a .mat transform file fits in the file before ITK
+// allocates what its header declares. Throws IoError naming the file.
+void check_matlab_transform(const std::string& path);
+
 // Runs read() (an ITK reader's Update on `path`, whose header check_header returned) and,
 // for a .gz or NIfTI file, reads the file to its end on a second thread meanwhile
 // (check_input_stream): zlib's gzread hands ITK a short read without an error when the

@@ -24,6 +24,9 @@ const itk::TransformFileReaderTemplate<double>::TransformListType* read_transfor
     const std::string& path, itk::TransformFileReaderTemplate<double>::Pointer& reader) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) fail(path, "no such file");
+  const std::string ext = fs::path(path).extension().string();
+  if (ext == ".h5" || ext == ".hdf5") check_hdf5_transform(path);
+  if (ext == ".mat") check_matlab_transform(path);
   reader = itk::TransformFileReaderTemplate<double>::New();
   reader->SetFileName(path);
   try {

@@ -207,13 +207,19 @@ itk::ImageIOBase::Pointer check_header(const std::string& path, unsigned compone
       itk::ImageIOFactory::CreateImageIO(path.c_str(), itk::IOFileModeEnum::ReadMode);
   if (!header) fail(path, "not a readable image (unknown format, or corrupt)");
   header->SetFileName(path);
+  check_header_bytes(path);
   try {
     header->ReadImageInformation();
   } catch (const itk::ExceptionObject& e) {
     fail(path, "corrupt or truncated image header: " + itk_reason(e, path));
   }
-  check_declared_size(path, *header);
-  check_grid(path, *header);
+  try {  // ITK throws from the getters on some headers it read (an unknown component type)
+    check_declared_size(path, *header);
+    check_grid(path, *header);
+    header->GetImageSizeInBytes();
+  } catch (const itk::ExceptionObject& e) {
+    fail(path, "corrupt image header: " + itk_reason(e, path));
+  }
   // ITK reads a truncated uncompressed NIfTI file without complaint (the missing
   // voxels come back as garbage): compare the file's size with what the header needs.
   std::error_code ec;

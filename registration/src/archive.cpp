@@ -150,9 +150,12 @@ Archive read_archive(const std::string& path, const std::string& kind) {
       std::string name, dtype;
       int64_t ndim = -1;
       s >> name >> dtype >> ndim;
-      std::vector<int64_t> sizes(std::max<int64_t>(ndim, 0));
-      for (auto& d : sizes) s >> d;
+      // The count is checked before it sizes anything (fuzz_archive: a line claiming 10¹²
+      // dimensions threw std::bad_alloc instead of naming the file).
       if (!s || ndim < 0 || ndim > 8) throw fail("malformed tensor line '" + line + "'");
+      std::vector<int64_t> sizes(ndim);
+      for (auto& d : sizes) s >> d;
+      if (!s) throw fail("malformed tensor line '" + line + "'");
       for (int64_t d : sizes) {
         if (d < 0) throw fail("malformed tensor line '" + line + "'");
       }
