@@ -67,9 +67,12 @@ int main(int argc, char** argv) {
   struct Discard : std::streambuf {
     int overflow(int c) override { return traits_type::not_eof(c); }
   };
-  static Discard itk_chatter;
+  // Never destroyed: std::cerr is flushed by the last static destructor to run, which may
+  // come after any static of ours (AddressSanitizer caught the flush into a destroyed
+  // buffer at exit).
+  static Discard* const itk_chatter = new Discard;
   const char* verbose = std::getenv("AUTOREG_VERBOSE");
-  if (!verbose || !*verbose || std::strcmp(verbose, "0") == 0) std::cerr.rdbuf(&itk_chatter);
+  if (!verbose || !*verbose || std::strcmp(verbose, "0") == 0) std::cerr.rdbuf(itk_chatter);
   if (argc < 2 || std::strcmp(argv[1], "--help") == 0 || std::strcmp(argv[1], "-h") == 0) {
     usage(argc < 2 ? stderr : stdout);
     return argc < 2 ? kUsage : kOk;

@@ -18,6 +18,10 @@ if(TARGET autoreg_cuda)
   # The CUDA plugin, beside libautoreg_ops where ops::cuda_available() looks for it.
   install(TARGETS autoreg_cuda LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
 endif()
+if(AUTOREG_SANITIZE)
+  # Libraries built with sanitizers need their runtime in every program that links them.
+  set_property(TARGET ${_targets} APPEND PROPERTY INTERFACE_LINK_OPTIONS -fsanitize=${AUTOREG_SANITIZE})
+endif()
 install(TARGETS ${_targets} EXPORT AutoRegTargets
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -66,7 +66,14 @@ class NiftiFloatScan {
     uint64_t voxels = 1;
     const int16_t dims = field<int16_t>(40);
     for (int d = 1; d <= dims && d <= 7; ++d) voxels *= uint64_t(std::max<int16_t>(1, field<int16_t>(40 + 2 * d)));
-    begin_ = uint64_t(std::max(352.0f, field<float>(108)));
+    // vox_offset is a float: anything not a sane byte offset leaves the voxels to ITK
+    // (fuzz_volume: 7·10³¹ overflowed the conversion).
+    const float offset = field<float>(108);
+    if (!(offset < float(uint64_t(1) << 40)) || voxels > (uint64_t(1) << 40)) {
+      width_ = 0;
+      return;
+    }
+    begin_ = uint64_t(std::max(352.0f, offset));
     end_ = begin_ + voxels * width_;
   }
   void scan(const unsigned char* p, size_t n) {

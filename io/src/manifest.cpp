@@ -82,7 +82,10 @@ Manifest read_manifest(const std::string& path) {
     const auto resolve = [&](int column) -> std::string {
       if (column < 0 || f[column].empty()) return "";
       const fs::path p = fs::path(f[column]).is_absolute() ? fs::path(f[column]) : folder / f[column];
-      if (!fs::exists(p)) throw IoError(where(number) + p.string() + ": no such file");
+      std::error_code ec;  // a name too long for the file system is an error, not an exception
+      if (!fs::exists(p, ec)) {
+        throw IoError(where(number) + p.string() + (ec ? ": cannot be a file (" + ec.message() + ")" : ": no such file"));
+      }
       return p.lexically_normal().string();
     };
     r.image = resolve(image);
