@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <algorithm>
 #include <cstdio>
@@ -63,16 +64,30 @@ void check_nifti(const std::string& path) {
 void check_metaimage(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::string line;
-  for (int n = 0; n < 200 && std::getline(in, line); ++n) {
+  const auto trim = [](std::string& s) {
+    s.erase(0, s.find_first_not_of(" \t"));
+    s.erase(s.find_last_not_of(" \t\r") + 1);
+  };
+  for (int n = 1; n <= 200 && std::getline(in, line); ++n) {
+    // Every header line is "Key = Value" (MetaIO otherwise looks for the '=' on later
+    // lines and reads the wrong numbers: fuzz_volume found a header it parsed for minutes).
+    trim(line);
+    if (line.empty()) continue;
     const size_t eq = line.find('=');
-    if (eq == std::string::npos) continue;
-    std::string key = line.substr(0, eq), value = line.substr(eq + 1);
-    const auto trim = [](std::string& s) {
-      s.erase(0, s.find_first_not_of(" \t"));
-      s.erase(s.find_last_not_of(" \t\r") + 1);
-    };
+    std::string key = line.substr(0, eq), value = eq == std::string::npos ? "" : line.substr(eq + 1);
     trim(key);
     trim(value);
+    if (eq == std::string::npos || key.empty() ||
+        key.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_") != std::string::npos) {
+      fail(path, "corrupt MetaImage header: line " + std::to_string(n) + " is not 'Key = Value'");
+    }
+    if (key == "NDims") {
+      char* end = nullptr;
+      const long dims = std::strtol(value.c_str(), &end, 10);
+      if (end == value.c_str() || *end != '\0' || dims < 1 || dims > 16) {
+        fail(path, "corrupt MetaImage header: NDims = " + value.substr(0, 40));
+      }
+    }
     if (key != "ElementDataFile") continue;
     for (const unsigned char c : value) {
       if (c < 0x20 || c == 0x7f) fail(path, "corrupt MetaImage header: ElementDataFile is not a file name");
