@@ -122,7 +122,8 @@ at::Tensor read_displacement_field(const std::string& path, Geometry* grid) {
   if (!fs::exists(path, ec)) fail(path, "no such file");
   if (is_transform_file(path)) return read_field_transform(path, grid);
   auto reader = itk::ImageFileReader<FieldImage>::New();
-  const itk::ImageIOBase::Pointer header = check_header(path, 3);  // the header is parsed once
+  // Our checks of the header; ITK's reader reads the header again from this ImageIO.
+  const itk::ImageIOBase::Pointer header = check_header(path, 3);
   reader->SetImageIO(header);
   reader->SetFileName(path);
   read_whole(path, *header, [&] {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "autoreg/io/volume.h"
+#include "nifti_file.h"
 #include "gzip_file.h"
 
 namespace autoreg::io::detail {
@@ -109,15 +110,10 @@ class NiftiFloatScan {
   bool swap_ = false;
 };
 
-bool ends_with(const std::string& s, const char* suffix) {
-  const size_t n = std::strlen(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
-
 }  // namespace
 
 void check_input_stream(const std::string& path, uint64_t min_bytes) {
-  const bool gz = ends_with(path, ".gz"), nifti = ends_with(path, ".nii") || ends_with(path, ".nii.gz");
+  const bool gz = ends_with(path, ".gz"), nifti = is_nifti_path(path);
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
   if (!f) throw IoError(path + ": not readable");
   z_stream z{};

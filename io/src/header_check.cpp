@@ -18,15 +18,11 @@
 #include <string>
 
 #include "autoreg/io/volume.h"
+#include "nifti_file.h"
 #include "itk_bridge.h"
 
 namespace autoreg::io::detail {
 namespace {
-
-bool ends_with(const std::string& s, const char* suffix) {
-  const size_t n = std::strlen(suffix);
-  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
-}
 
 void check_nifti(const std::string& path) {
   unsigned char h[348];
@@ -128,7 +124,7 @@ void check_metaimage(const std::string& path) {
 }  // namespace
 
 void check_header_bytes(const std::string& path) {
-  if (ends_with(path, ".nii") || ends_with(path, ".nii.gz")) check_nifti(path);
+  if (is_nifti_path(path)) check_nifti(path);
   if (ends_with(path, ".mha") || ends_with(path, ".mhd")) check_metaimage(path);
 }
 

@@ -22,10 +22,6 @@ namespace {
 constexpr size_t kHeaderBytes = 352;  // the 348-byte header and 4 bytes saying "no extensions"
 constexpr size_t kBlockBytes = size_t(8) << 20;
 
-bool ends_with(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
-
 template <typename T>
 void put(std::array<char, kHeaderBytes>& h, size_t offset, T value) {
   std::memcpy(h.data() + offset, &value, sizeof value);
@@ -128,8 +124,14 @@ std::array<char, kHeaderBytes> header(const Geometry& g, int components, at::Sca
 
 }  // namespace
 
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+bool is_nifti_path(const std::string& path) { return ends_with(path, ".nii") || ends_with(path, ".nii.gz"); }
+
 bool writes_nifti(const std::string& path, const Geometry& g) {
-  return (ends_with(path, ".nii") || ends_with(path, ".nii.gz")) && orthonormal(g);
+  return is_nifti_path(path) && orthonormal(g);
 }
 
 void write_nifti(const std::string& file, const std::string& name, const Geometry& g, int components,

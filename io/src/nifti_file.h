@@ -14,6 +14,10 @@
 
 namespace autoreg::io::detail {
 
+bool ends_with(const std::string& s, const std::string& tail);
+// A .nii or .nii.gz path.
+bool is_nifti_path(const std::string& path);
+
 // Whether write_nifti writes `path` on grid `g`: a .nii or .nii.gz path, and a direction
 // matrix with orthonormal columns (any other is left to ITK, which writes it through a
 // polar decomposition).

@@ -241,17 +241,9 @@ itk::ImageIOBase::Pointer check_header(const std::string& path, unsigned compone
   return header;
 }
 
-namespace {
-
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
-}  // namespace
-
 void read_whole(const std::string& path, const itk::ImageIOBase& header, const std::function<void()>& read) {
   std::future<void> whole;
-  const bool nifti = ends_with(path, ".nii") || ends_with(path, ".nii.gz");
+  const bool nifti = is_nifti_path(path);
   if (nifti || ends_with(path, ".gz")) {
     const uint64_t needed = header.GetImageSizeInBytes() + (nifti ? 348 : 0);
     whole = std::async(std::launch::async, [path, needed] { check_input_stream(path, needed); });
@@ -281,10 +273,11 @@ typename Reader::OutputImageType::Pointer run_reader(Reader* reader, const std::
   return reader->GetOutput();
 }
 
+// `checked`: the ImageIO check_header returned for `path`, when the caller has it already.
 template <typename Pixel>
-typename Image3<Pixel>::Pointer read_file(const std::string& path) {
+typename Image3<Pixel>::Pointer read_file(const std::string& path, itk::ImageIOBase::Pointer checked = nullptr) {
   auto reader = itk::ImageFileReader<Image3<Pixel>>::New();
-  const itk::ImageIOBase::Pointer header = check_header(path, 1);  // the header is parsed once
+  const itk::ImageIOBase::Pointer header = checked ? checked : check_header(path, 1);
   reader->SetImageIO(header);
   reader->SetFileName(path);
   typename Image3<Pixel>::Pointer image;
@@ -308,9 +301,9 @@ typename Image3<Pixel>::Pointer read_dicom_series(const std::string& dir) {
 }
 
 template <typename Pixel>
-Volume read_as(const std::string& path, at::ScalarType dtype) {
+Volume read_as(const std::string& path, at::ScalarType dtype, itk::ImageIOBase::Pointer checked = nullptr) {
   const bool directory = fs::is_directory(path);
-  const auto image = directory ? read_dicom_series<Pixel>(path) : read_file<Pixel>(path);
+  const auto image = directory ? read_dicom_series<Pixel>(path) : read_file<Pixel>(path, checked);
   return from_itk<Pixel>(image.GetPointer(), dtype);
 }
 
@@ -367,11 +360,13 @@ Volume read_volume(const std::string& path, PixelKind kind) {
   check_readable(path);
   if (kind == PixelKind::Labels) {
     using Type = itk::IOComponentEnum;
-    const auto type = fs::is_directory(path) ? Type::UNKNOWNCOMPONENTTYPE : check_header(path, 1)->GetComponentType();
-    if (type != Type::FLOAT && type != Type::DOUBLE) return read_as<int32_t>(path, at::kInt);
+    // The header is checked once here and handed to the reader.
+    const itk::ImageIOBase::Pointer header = fs::is_directory(path) ? nullptr : check_header(path, 1);
+    const auto type = header ? header->GetComponentType() : Type::UNKNOWNCOMPONENTTYPE;
+    if (type != Type::FLOAT && type != Type::DOUBLE) return read_as<int32_t>(path, at::kInt, header);
     // Label maps stored as floating point (as some tools write them) are read whole and
     // must hold integers: ITK's cast to int would truncate 1.5 to 1 without a word.
-    Volume v = read_as<double>(path, at::kDouble);
+    Volume v = read_as<double>(path, at::kDouble, header);
     const at::Tensor d = v.data.flatten();
     const at::Tensor bad = d.ne(d.round()).logical_or_(d.abs().gt(double(INT32_MAX))).logical_or_(d.isnan());
     if (bad.any().item<bool>()) {

@@ -84,45 +84,36 @@ TEST(Affine, ItkResampleWithOurFileMatchesSampleAt) {
 
 TEST(Affine, BadFilesNameTheFileAndTheProblem) {
   EXPECT_THROW(io::read_affine(temp_path("missing.tfm")), io::IoError);
+  // read_affine(file) throws an IoError whose message holds `text`; the file is removed.
+  const auto expect_refused = [](const std::string& file, const std::string& text, const char* what) {
+    try {
+      io::read_affine(file);
+      ADD_FAILURE() << "no error for " << what;
+    } catch (const io::IoError& e) {
+      EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+    }
+    fs::remove(file);
+  };
   const std::string junk = temp_path("junk.tfm");
   std::ofstream(junk) << "not a transform\n";
-  try {
-    io::read_affine(junk);
-    FAIL() << "no error for a file that holds no transform";
-  } catch (const io::IoError& e) {
-    EXPECT_NE(std::string(e.what()).find(junk), std::string::npos) << e.what();
-  }
-  fs::remove(junk);
+  expect_refused(junk, junk, "a file that holds no transform");
   // A Matlab v4 matrix that declares 2.4·10⁹ rows in a 40-byte file: refused before ITK
   // allocates them (fuzz_transform found ITK allocating 22 GB).
+  const std::string bomb = temp_path("bomb.mat");
   {
-    const std::string bomb = temp_path("bomb.mat");
     const uint32_t header[5] = {0, 0x9300000cu, 1, 0, 4};
     std::ofstream f(bomb, std::ios::binary);
     f.write(reinterpret_cast<const char*>(header), sizeof header);
     f.write("abc\0", 4);
     f.write(std::string(16, '\0').data(), 16);
-    f.close();
-    try {
-      io::read_affine(bomb);
-      FAIL() << "no error for a .mat that declares more than it holds";
-    } catch (const io::IoError& e) {
-      EXPECT_NE(std::string(e.what()).find("more than the file holds"), std::string::npos) << e.what();
-    }
-    fs::remove(bomb);
   }
+  expect_refused(bomb, "more than the file holds", "a .mat that declares more than it holds");
   // A displacement field is not an affine.
   const std::string field = temp_path("field.h5");
   Geometry g;
   g.size = {4, 4, 4};
   io::write_displacement_field(field, at::zeros({1, 3, 4, 4, 4}), g);
-  try {
-    io::read_affine(field);
-    FAIL() << "no error for a displacement field read as an affine";
-  } catch (const io::IoError& e) {
-    EXPECT_NE(std::string(e.what()).find("not an affine"), std::string::npos) << e.what();
-  }
-  fs::remove(field);
+  expect_refused(field, "not an affine", "a displacement field read as an affine");
 }
 
 TEST(SampleAt, MatchesItkResamplingOntoAnotherGrid) {
