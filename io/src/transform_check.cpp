@@ -7,6 +7,7 @@
 // holds that many parameters.
 #include <hdf5.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -47,11 +48,89 @@ std::vector<double> read_doubles(const std::string& path, hid_t g, const std::st
   return v;
 }
 
+// The size of an HDF5 "length" field in this file (2, 4 or 8 bytes), from the first
+// superblock (at byte 0, 512, 1024, 2048, ...); 8 when none is found (HDF5 refuses the file).
+unsigned hdf5_length_size(std::ifstream& in, uint64_t file_size) {
+  static const unsigned char kSignature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+  for (uint64_t at = 0; at + 16 <= file_size; at = at ? at * 2 : 512) {
+    unsigned char b[16];
+    in.seekg(std::streamoff(at));
+    if (!in.read(reinterpret_cast<char*>(b), sizeof b)) break;
+    if (std::memcmp(b, kSignature, 8) != 0) continue;
+    const unsigned version = b[8];
+    return version <= 1 ? b[14] : b[10];  // v0/v1: 6 version bytes first; v2/v3: sizes follow the version
+  }
+  return 8;
+}
+
+uint64_t decode_le(const unsigned char* p, unsigned bytes) {
+  uint64_t v = 0;
+  for (unsigned i = bytes; i-- > 0;) v = (v << 8) | p[i];
+  return v;
+}
+
+// HDF5's global heap collections ("GCOL"), which hold variable-length data such as ITK's
+// TransformType strings, walked the way HDF5 1.10 decodes them
+// (H5HG__cache_heap_deserialize) before HDF5 does. HDF5 steps from object to object by each
+// object's declared size without checking it: a size of 0 on the free-space object, or one
+// that wraps around, sends it back to the same bytes forever (found by fuzz_transform: a
+// crafted file hung `apply` in H5Dread). In a valid file the objects tile the collection
+// exactly. The whole file is scanned for the signature, so every collection HDF5 could load
+// is seen; a "GCOL" that is not followed by version 1, zero reserved bytes and a size of
+// at least 4096 that fits the file is data, not a collection.
+void check_hdf5_global_heaps(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) fail(path, "not readable");
+  const uint64_t file_size = uint64_t(in.tellg());
+  const unsigned length = hdf5_length_size(in, file_size);
+  if (length != 2 && length != 4 && length != 8) fail(path, "corrupt HDF5 superblock (size of lengths " + std::to_string(length) + ")");
+  const uint64_t header = 8 + length, object_header = 8 + length;
+  std::ifstream heap(path, std::ios::binary);
+  std::vector<char> block(size_t(1) << 22);
+  std::vector<unsigned char> chunk;
+  in.clear();
+  in.seekg(0);
+  for (uint64_t base = 0; base < file_size;) {
+    const size_t n = size_t(std::min<uint64_t>(block.size(), file_size - base));
+    if (!in.read(block.data(), std::streamsize(n))) fail(path, "not readable");
+    for (size_t i = 0; i + 4 <= n; ++i) {
+      if (std::memcmp(&block[i], "GCOL", 4) != 0) continue;
+      const uint64_t at = base + i;
+      unsigned char h[16] = {};
+      heap.clear();
+      heap.seekg(std::streamoff(at));
+      if (!heap.read(reinterpret_cast<char*>(h), std::streamsize(header))) continue;
+      const uint64_t size = decode_le(h + 8, length);
+      if (h[4] != 1 || h[5] || h[6] || h[7] || size < 4096 || size > file_size - at) continue;
+      chunk.resize(size_t(size));
+      heap.seekg(std::streamoff(at));
+      if (!heap.read(reinterpret_cast<char*>(chunk.data()), std::streamsize(size))) fail(path, "not readable");
+      for (uint64_t p = header; p < size;) {
+        if (p + object_header > size) break;  // a tail too small for an object is free space
+        const unsigned index = chunk[p] | (chunk[p + 1] << 8);
+        const uint64_t declared = decode_le(&chunk[p + 8], length);
+        // Object 0 is the free space, its size counting its header; the others are padded to 8.
+        const uint64_t need = index > 0 ? object_header + ((declared + 7) & ~uint64_t(7)) : declared;
+        if (need < object_header || (index > 0 && declared > size) || need > size - p) {
+          fail(path, "corrupt HDF5 file: global heap collection at byte " + std::to_string(at) + " has an object of size " +
+                         std::to_string(declared) + " that does not fit it");
+        }
+        p += need;
+      }
+    }
+    // Keep the last 3 bytes so that a signature across two blocks is seen.
+    const uint64_t step = n > 3 && base + n < file_size ? n - 3 : n;
+    base += step;
+    in.seekg(std::streamoff(base));
+  }
+}
+
 }  // namespace
 
 void check_hdf5_transform(const std::string& path) {
   H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);  // HDF5's own error stack printing
   if (H5Fis_hdf5(path.c_str()) <= 0) fail(path, "not an HDF5 file");
+  check_hdf5_global_heaps(path);
   const Handle file{H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT), H5Fclose};
   if (file.id < 0) fail(path, "corrupt HDF5 file");
   if (H5Lexists(file.id, "/TransformGroup", H5P_DEFAULT) <= 0) fail(path, "not an ITK transform file (no /TransformGroup)");

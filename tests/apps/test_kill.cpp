@@ -1,12 +1,13 @@
-// Crash consistency: `autoreg register` and `autoreg train` killed with SIGKILL at many
-// moments of their runs. After every kill, each output path either does not exist or holds
+// Crash consistency: `autoreg register`, `autoreg train` and `autoreg search` killed with
+// SIGKILL at many moments of their runs. After every kill, each output path either does not exist or holds
 // a complete file that reads back (volumes and fields to the end of their gzip streams,
 // models and checkpoints through their checksums), and no input has changed; a training
 // run killed again and again and resumed each time ends with the same weights, bit for
-// bit, as one that ran straight through.
+// bit, as one that ran straight through, and a search (with its retraining) ends with the
+// same genotype and model.
 //
-// AUTOREG_KILLS sets the number of kills (default 16, half per command; scripts/kill-test.sh
-// runs hundreds). The moments are spread uniformly over an uninterrupted run's length.
+// AUTOREG_KILLS sets the number of kills (default 18, a third per command;
+// scripts/kill-test.sh runs hundreds). The moments are spread uniformly over an uninterrupted run's length.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <fcntl.h>
 #include <signal.h>
@@ -26,6 +28,7 @@
 #include "autoreg/io/transform.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/registration/archive.h"
+#include "autoreg/registration/genotype.h"
 #include "autoreg/registration/model_file.h"
 #include "cli.h"
 
@@ -82,8 +85,11 @@ Outcome run_and_kill(const std::string& args, double seconds) {
 
 int kills_wanted() {
   const char* env = std::getenv("AUTOREG_KILLS");
-  return env ? std::max(2, std::atoi(env)) : 16;
+  return env ? std::max(3, std::atoi(env)) : 18;
 }
+
+// This command's share of the kills: a third each.
+int kills_for(int command) { return (kills_wanted() + 2 - command) / 3; }
 
 class Kill : public Cli {
  protected:
@@ -161,6 +167,17 @@ class Kill : public Cli {
   int outputs_seen_ = 0;
 };
 
+// The two models have the same parameters, bit for bit.
+bool same_weights(const registration::Model& a_model, const std::string& p) {
+  const registration::Model m = registration::load_model(p);
+  const auto a = a_model.network->named_parameters(), b = m.network->named_parameters();
+  if (a.size() != b.size()) return false;
+  for (const auto& item : a) {
+    if (!b.contains(item.key()) || !at::equal(item.value(), b[item.key()])) return false;
+  }
+  return true;
+}
+
 TEST_F(Kill, RegisterLeavesWholeOutputsOrNone) {
   const std::string args = "register --fixed " + path("fixed.nii.gz") + " --moving " + path("moving48.nii.gz") +
                            " --moving-labels " + path("moving48_labels.nii.gz") + " --out-labels " + path("l.nii.gz") +
@@ -172,7 +189,7 @@ TEST_F(Kill, RegisterLeavesWholeOutputsOrNone) {
   std::mt19937 rng(11);
   std::uniform_real_distribution<double> moment(0, full);
   int killed = 0;
-  const int kills = kills_wanted() / 2;
+  const int kills = kills_for(0);
   for (int k = 0; k < kills; ++k) {
     for (const char* o : {"w.nii.gz", "f.nii.gz", "l.nii.gz", "a.tfm"}) fs::remove(path(o));
     const double at = moment(rng);
@@ -198,22 +215,13 @@ TEST_F(Kill, TrainResumedAfterEveryKillEndsAsAnUninterruptedRun) {
   ASSERT_EQ(run_and_kill(base + " --out " + path("ref.autoreg") + " --cache " + path("ref.cache"), 600).code, 0);
   const double full = std::chrono::duration<double>(Clock::now() - start).count();
   const registration::Model ref = registration::load_model(path("ref.autoreg"));
-  const auto same_weights = [&](const std::string& p) {
-    const registration::Model m = registration::load_model(p);
-    const auto a = ref.network->named_parameters(), b = m.network->named_parameters();
-    if (a.size() != b.size()) return false;
-    for (const auto& item : a) {
-      if (!at::equal(item.value(), b[item.key()])) return false;
-    }
-    return true;
-  };
   std::mt19937 rng(5);
   std::uniform_real_distribution<double> moment(0, full);
   const std::string out = path("k.autoreg"), ckpt = out + ".ckpt";
   // The killed runs make their own cache, so kills land in preprocessing too.
   const std::string args = base + " --out " + out + " --cache " + path("k.cache");
   int killed = 0, finished = 0;
-  const int kills = kills_wanted() - kills_wanted() / 2;
+  const int kills = kills_for(1);
   for (int k = 0; k < kills || !fs::exists(out); ++k) {
     ASSERT_LT(k, kills + 20) << "the killed runs never finished";
     const bool resume = fs::exists(ckpt);
@@ -227,13 +235,78 @@ TEST_F(Kill, TrainResumedAfterEveryKillEndsAsAnUninterruptedRun) {
     expect_inputs_unchanged(when);
     if (fs::exists(out)) {  // finished: the same weights as the run that was never killed
       ++finished;
-      EXPECT_TRUE(same_weights(out)) << "resumed run differs from the uninterrupted one, " << when;
+      EXPECT_TRUE(same_weights(ref, out)) << "resumed run differs from the uninterrupted one, " << when;
       if (k + 1 < kills) {
         for (const auto& p : {out, ckpt, out + ".log.jsonl"}) fs::remove(p);
       }
     }
   }
   std::printf("train: %d runs killed, %d finished runs compared (uninterrupted run %.2f s), %d outputs found whole, "
+              "%d temporaries left\n", killed, finished, full, outputs_seen_, leftovers());
+  EXPECT_GT(killed, 0);
+  EXPECT_GT(finished, 0);
+}
+
+TEST_F(Kill, SearchResumedAfterEveryKillEndsAsAnUninterruptedRun) {
+  // The operation costs are measured once (by the uninterrupted run) and given to the
+  // killed runs: measured times differ run to run, and the search depends on them.
+  {  // two labelled validation subjects: the search chooses α and λ on pairs of them
+    std::ofstream csv(path("search.csv"));
+    csv << "image,labels,split\n";
+    for (int sub = 0; sub < 4; ++sub) {
+      csv << "s" << sub << ".nii.gz,s" << sub << "_seg.nii.gz," << (sub < 2 ? "train" : "val") << "\n";
+    }
+  }
+  const std::string base = "search --manifest " + path("search.csv") +
+                           " --grid 16x16x16 --spacing 1.5 --threads 2 --warmup 0.34 --arch-every 1 --objective-every 2"
+                           " --steps 6 --retrain-steps 4 --validate-every 3 --checkpoint-every 1";
+  const auto start = Clock::now();
+  const Result r = run(base + " --out " + path("ref"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const double full = std::chrono::duration<double>(Clock::now() - start).count();
+  fs::copy_file(path("ref/op_cost.json"), path("costs.json"));
+  inputs_ = snapshot();
+  const registration::Model ref = registration::load_model(path("ref/model.autoreg"));
+  const std::string ref_genotype = file_bytes(path("ref/genotype.txt"));
+  const std::string out = path("k");
+  const std::string args = base + " --op-cost " + path("costs.json") + " --out " + out;
+  const auto json_file = [](const std::string& p) {
+    std::ifstream f(p);
+    const nlohmann::json j = nlohmann::json::parse(f);  // throws on a partial file
+    (void)j;
+  };
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> moment(0, full);
+  int killed = 0, finished = 0;
+  const int kills = kills_for(2);
+  for (int k = 0; k < kills || !fs::exists(out + "/model.autoreg"); ++k) {
+    ASSERT_LT(k, kills + 20) << "the killed runs never finished";
+    // A run killed before its first checkpoint starts again; after it, it resumes.
+    const bool resume = fs::exists(out + "/search.ckpt");
+    const double at = k < kills ? moment(rng) : 600;
+    const Outcome o = run_and_kill(args + (resume ? " --resume" : ""), at);
+    killed += o.killed;
+    const std::string when = "after a kill at " + std::to_string(at) + " s (run " + std::to_string(k) + ")";
+    if (!o.killed) EXPECT_EQ(o.code, 0) << when;
+    expect_whole(out + "/search.ckpt", [](const std::string& p) { registration::read_archive(p, "SEARCH"); }, when);
+    expect_whole(out + "/retrain.ckpt", [](const std::string& p) { registration::read_archive(p, "CHECKPOINT"); }, when);
+    expect_whole(out + "/model.autoreg", [](const std::string& p) { registration::load_model(p); }, when);
+    expect_whole(out + "/genotype.txt", [](const std::string& p) { registration::read_genotype(p); }, when);
+    expect_whole(out + "/genotype.json", json_file, when);
+    expect_whole(out + "/op_cost.json", json_file, when);
+    expect_whole(out + "/report.html", [](const std::string& p) {
+      const std::string html = file_bytes(p);
+      if (html.find("</html>") == std::string::npos) throw std::runtime_error(p + ": cut short");
+    }, when);
+    expect_inputs_unchanged(when);
+    if (fs::exists(out + "/model.autoreg")) {  // finished: what the uninterrupted run found and trained
+      ++finished;
+      EXPECT_EQ(file_bytes(out + "/genotype.txt"), ref_genotype) << when;
+      EXPECT_TRUE(same_weights(ref, out + "/model.autoreg")) << "resumed search differs from the uninterrupted one, " << when;
+      if (k + 1 < kills) fs::remove_all(out);
+    }
+  }
+  std::printf("search: %d runs killed, %d finished runs compared (uninterrupted run %.2f s), %d outputs found whole, "
               "%d temporaries left\n", killed, finished, full, outputs_seen_, leftovers());
   EXPECT_GT(killed, 0);
   EXPECT_GT(finished, 0);
