@@ -1,12 +1,12 @@
 # `cmake --install` of a relocatable CMake package:
 #   find_package(AutoReg CONFIG REQUIRED)
-# gives autoreg::ops, autoreg::registration, autoreg::search and, in a build with ITK, autoreg::io and
+# gives autoreg::ops, autoreg::registration, autoreg::search, autoreg::segmentation and, in a build with ITK, autoreg::io and
 # autoreg::itk (the ITK filter), with their usage requirements: AutoRegConfig.cmake finds
 # LibTorch (as this build did, or where this build found it) and ITK (the same
 # components). Also installs the `autoreg` command and the default model.
 include(CMakePackageConfigHelpers)
 
-set(_targets autoreg_ops autoreg_registration autoreg_search)
+set(_targets autoreg_ops autoreg_registration autoreg_search autoreg_segmentation)
 if(AUTOREG_WITH_ITK)
   list(APPEND _targets autoreg_io autoreg_itk)
   # The command: bin/ → lib/, relative.
@@ -28,7 +28,7 @@ install(TARGETS ${_targets} EXPORT AutoRegTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
-set(_include_dirs ops/include/ registration/include/ search/include/)
+set(_include_dirs ops/include/ registration/include/ search/include/ segmentation/include/)
 if(AUTOREG_WITH_ITK)
   list(APPEND _include_dirs io/include/ registration/itk/include/)
   install(FILES models/default.autoreg DESTINATION ${CMAKE_INSTALL_DATADIR}/autoreg)

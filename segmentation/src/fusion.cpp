@@ -1,0 +1,258 @@
+#include "autoreg/segmentation/fusion.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <stdexcept>
+
+#include "local_stats.h"
+
+namespace autoreg::segmentation {
+
+Method parse_method(const std::string& name) {
+  if (name == "majority") return Method::Majority;
+  if (name == "weighted") return Method::Weighted;
+  if (name == "jlf") return Method::Jlf;
+  throw std::invalid_argument("unknown fusion method '" + name + "' (majority, weighted or jlf)");
+}
+
+std::string to_string(Method m) {
+  switch (m) {
+    case Method::Majority: return "majority";
+    case Method::Weighted: return "weighted";
+    case Method::Jlf: return "jlf";
+  }
+  return "?";
+}
+
+namespace {
+
+void check_inputs(const at::Tensor& target, const Atlases& atlases, const Options& o) {
+  if (atlases.images.empty()) throw std::invalid_argument("label fusion needs at least one atlas");
+  if (atlases.images.size() != atlases.labels.size()) {
+    throw std::invalid_argument("label fusion: " + std::to_string(atlases.images.size()) + " atlas images but " +
+                                std::to_string(atlases.labels.size()) + " label maps");
+  }
+  if (target.dim() != 3) throw std::invalid_argument("label fusion: the target must be D×H×W");
+  for (size_t a = 0; a < atlases.images.size(); ++a) {
+    const at::Tensor& image = atlases.images[a];
+    const at::Tensor& labels = atlases.labels[a];
+    const std::string which = "atlas " + std::to_string(a);
+    if (!image.sizes().equals(target.sizes()) || !labels.sizes().equals(target.sizes())) {
+      throw std::invalid_argument("label fusion: " + which + " is not on the target's grid");
+    }
+    if (at::isFloatingType(labels.scalar_type()) || labels.scalar_type() == at::kBool) {
+      throw std::invalid_argument("label fusion: " + which + "'s label map is not an integer map");
+    }
+    if (o.method != Method::Majority && !at::isfinite(image).all().item<bool>()) {
+      throw std::invalid_argument("label fusion: " + which + "'s image has non-finite values");
+    }
+  }
+  if (o.method != Method::Majority && !at::isfinite(target).all().item<bool>()) {
+    throw std::invalid_argument("label fusion: the target has non-finite values");
+  }
+  if (o.patch_radius < 0 || o.patch_radius > 8) throw std::invalid_argument("label fusion: patch radius must be 0-8");
+  if (!(o.alpha > 0) || !(o.beta > 0) || !(o.power > 0)) {
+    throw std::invalid_argument("label fusion: alpha, beta and power must be positive");
+  }
+}
+
+// Solves M w = 1 for a small symmetric A×A system by Gaussian elimination with partial
+// pivoting (in place); false when M is singular.
+bool solve_ones(double* m, double* w, int n) {
+  for (int i = 0; i < n; ++i) w[i] = 1;
+  for (int c = 0; c < n; ++c) {
+    int p = c;
+    for (int r = c + 1; r < n; ++r) {
+      if (std::abs(m[r * n + c]) > std::abs(m[p * n + c])) p = r;
+    }
+    if (!(std::abs(m[p * n + c]) > 1e-300)) return false;
+    if (p != c) {
+      for (int k = 0; k < n; ++k) std::swap(m[p * n + k], m[c * n + k]);
+      std::swap(w[p], w[c]);
+    }
+    for (int r = c + 1; r < n; ++r) {
+      const double f = m[r * n + c] / m[c * n + c];
+      for (int k = c; k < n; ++k) m[r * n + k] -= f * m[c * n + k];
+      w[r] -= f * w[c];
+    }
+  }
+  for (int c = n - 1; c >= 0; --c) {
+    double s = w[c];
+    for (int k = c + 1; k < n; ++k) s -= m[c * n + k] * w[k];
+    w[c] = s / m[c * n + c];
+  }
+  return true;
+}
+
+// The winning label among the atlases' labels `l` with weights `w`: the largest summed
+// weight; a tie goes to the smallest label.
+int32_t vote(const int32_t* l, const double* w, int n) {
+  int32_t best = 0;
+  double best_score = -INFINITY;
+  for (int a = 0; a < n; ++a) {
+    bool seen = false;
+    for (int b = 0; b < a && !seen; ++b) seen = l[b] == l[a];
+    if (seen) continue;
+    double s = 0;
+    for (int b = a; b < n; ++b) s += l[b] == l[a] ? w[b] : 0;
+    if (s > best_score || (s == best_score && l[a] < best)) {
+      best = l[a];
+      best_score = s;
+    }
+  }
+  return best;
+}
+
+// Planes per slab so that one slab's working tensors stay near 256 MB.
+int64_t slab_planes(const Options& o, int64_t d, int64_t plane, int64_t atlases) {
+  if (o.slab_planes > 0) return std::min(o.slab_planes, d);
+  const int64_t arrays = 4 + 3 * atlases + (o.method == Method::Jlf ? atlases * (atlases + 1) / 2 : 0);
+  const int64_t bytes_per_plane = std::max<int64_t>(1, plane * arrays * 4);
+  return std::clamp<int64_t>((int64_t(256) << 20) / bytes_per_plane, 1, d);
+}
+
+}  // namespace
+
+Fused fuse(const at::Tensor& target_in, const Atlases& atlases, const Options& o) {
+  check_inputs(target_in, atlases, o);
+  const int n = int(atlases.images.size());
+  const int64_t depth = target_in.size(0), plane = target_in.size(1) * target_in.size(2);
+  const int r = o.method == Method::Majority ? 0 : o.patch_radius;
+  const int64_t halo = 2 * int64_t(r);  // the patch, and the local normalisation of its voxels
+  const at::Tensor target = target_in.to(at::kFloat).contiguous();
+
+  Fused out;
+  out.labels = at::empty(target.sizes(), target.options().dtype(at::kInt));
+  if (o.keep_weights) out.weights = at::empty({n, depth, target.size(1), target.size(2)}, target.options());
+  int32_t* labels_out = out.labels.data_ptr<int32_t>();
+  std::atomic<int64_t> unanimous{0};
+
+  // Each image's centre and ε for its local normalisation, from the whole image (so that
+  // every slab uses the same).
+  struct Scale {
+    double center, eps;
+  };
+  const auto scale_of = [](const at::Tensor& x) {
+    return Scale{x.mean().item<double>(), 0.01 * (x.max() - x.min()).item<double>() + 1e-12};
+  };
+  std::vector<Scale> scales;
+  if (o.method != Method::Majority) {
+    for (const auto& image : atlases.images) scales.push_back(scale_of(image.to(at::kFloat)));
+  }
+  const Scale target_scale = scale_of(target);
+  const int64_t step = slab_planes(o, depth, plane, n);
+  for (int64_t z0 = 0; z0 < depth; z0 += step) {
+    const int64_t z1 = std::min(depth, z0 + step);
+    const int64_t h0 = std::max<int64_t>(0, z0 - halo), h1 = std::min(depth, z1 + halo);
+    const int64_t core = z0 - h0, planes = z1 - z0;
+    // The atlases' labels on the core planes, A×planes×H×W.
+    std::vector<at::Tensor> ls;
+    for (const auto& l : atlases.labels) ls.push_back(l.slice(0, z0, z1).to(at::kInt));
+    const at::Tensor labels = at::stack(ls).contiguous();
+    // Per-atlas similarity tensors on the core planes: `local` A×planes×H×W (weighted)
+    // or the pairs' products (jlf), each the local mean over the patch.
+    at::Tensor local;
+    std::vector<at::Tensor> pairs;
+    if (o.method != Method::Majority) {
+      const at::Tensor t = o.normalise ? detail::local_zscore(target.slice(0, h0, h1), r, target_scale.center, target_scale.eps)
+                                       : target.slice(0, h0, h1);
+      std::vector<at::Tensor> diffs, msd;
+      for (int a = 0; a < n; ++a) {
+        const at::Tensor image = atlases.images[size_t(a)].slice(0, h0, h1).to(at::kFloat);
+        const at::Tensor a_hat = o.normalise ? detail::local_zscore(image, r, scales[size_t(a)].center, scales[size_t(a)].eps) : image;
+        diffs.push_back((t - a_hat).abs_());
+      }
+      const auto core_of = [&](const at::Tensor& x) { return x.slice(0, core, core + planes); };
+      if (o.method == Method::Weighted) {
+        for (const auto& d : diffs) msd.push_back(core_of(detail::box_mean(d * d, r)));
+        local = at::stack(msd).contiguous();
+      } else {
+        for (int a = 0; a < n; ++a) {
+          for (int b = a; b < n; ++b) pairs.push_back(core_of(detail::box_mean(diffs[a] * diffs[b], r)).contiguous());
+        }
+      }
+    }
+    std::vector<const float*> pair_ptr;
+    for (const auto& p : pairs) pair_ptr.push_back(p.data_ptr<float>());
+    const int32_t* lab = labels.data_ptr<int32_t>();
+    const float* loc = local.defined() ? local.data_ptr<float>() : nullptr;
+    float* weights_out = o.keep_weights ? out.weights.data_ptr<float>() : nullptr;
+    const int64_t count = planes * plane, offset = z0 * plane, total = depth * plane;
+
+    at::parallel_for(0, planes, 1, [&](int64_t p0, int64_t p1) {
+      std::vector<int32_t> l(static_cast<size_t>(n));
+      std::vector<double> w(static_cast<size_t>(n)), m(static_cast<size_t>(n) * n);
+      int64_t agreed = 0;
+      for (int64_t i = p0 * plane; i < p1 * plane; ++i) {
+        bool same = true;
+        for (int a = 0; a < n; ++a) {
+          l[a] = lab[a * count + i];
+          same = same && l[a] == l[0];
+        }
+        if (same) {
+          labels_out[offset + i] = l[0];
+          ++agreed;
+          if (weights_out) {
+            for (int a = 0; a < n; ++a) weights_out[a * total + offset + i] = 1.0f / float(n);
+          }
+          continue;
+        }
+        if (o.method == Method::Majority) {
+          std::fill(w.begin(), w.end(), 1.0);
+        } else if (o.method == Method::Weighted) {
+          for (int a = 0; a < n; ++a) w[a] = std::pow(double(loc[a * count + i]) + 1e-3, -o.power);
+        } else {
+          int k = 0;
+          for (int a = 0; a < n; ++a) {
+            for (int b = a; b < n; ++b, ++k) {
+              const double v = std::pow(std::max(0.0, double(pair_ptr[k][i])), o.beta);
+              m[a * n + b] = m[b * n + a] = v;
+            }
+            m[a * n + a] += o.alpha;
+          }
+          if (!solve_ones(m.data(), w.data(), n)) std::fill(w.begin(), w.end(), 1.0);
+        }
+        double sum = 0;
+        for (int a = 0; a < n; ++a) sum += w[a];
+        if (!(std::abs(sum) > 1e-12) || !std::isfinite(sum)) {
+          std::fill(w.begin(), w.end(), 1.0);
+          sum = n;
+        }
+        for (int a = 0; a < n; ++a) w[a] /= sum;
+        labels_out[offset + i] = vote(l.data(), w.data(), n);
+        if (weights_out) {
+          for (int a = 0; a < n; ++a) weights_out[a * total + offset + i] = float(w[a]);
+        }
+      }
+      unanimous += agreed;
+    });
+  }
+  out.unanimous = unanimous;
+  return out;
+}
+
+at::Tensor probability(const Fused& fused, const Atlases& atlases, int64_t label) {
+  if (!fused.weights.defined()) throw std::invalid_argument("label probabilities need the fusion's weights (keep_weights)");
+  at::Tensor p = at::zeros(fused.labels.sizes(), fused.weights.options());
+  for (size_t a = 0; a < atlases.labels.size(); ++a) {
+    p += fused.weights[int64_t(a)] * atlases.labels[a].eq(label).to(at::kFloat);
+  }
+  return p.clamp_(0, 1);
+}
+
+std::vector<int64_t> label_values(const Atlases& atlases) {
+  std::vector<int64_t> values;
+  for (const auto& l : atlases.labels) {
+    const at::Tensor u = std::get<0>(at::_unique(l.to(at::kLong).flatten(), /*sorted=*/true)).contiguous();
+    values.insert(values.end(), u.data_ptr<int64_t>(), u.data_ptr<int64_t>() + u.numel());
+  }
+  std::sort(values.begin(), values.end());
+  values.erase(std::unique(values.begin(), values.end()), values.end());
+  return values;
+}
+
+}  // namespace autoreg::segmentation

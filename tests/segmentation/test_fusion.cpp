@@ -1,0 +1,189 @@
+// Label fusion on small synthetic atlases: the majority vote and its tie rule; the
+// weighted vote following the atlas that matches the target; joint label fusion sharing
+// one weight between atlases that make the same errors (where the weighted vote is
+// outvoted by them); local normalisation ignoring an atlas's gain and offset; slabs
+// giving the one-block result; probabilities; refusals.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+
+#include "autoreg/segmentation/fusion.h"
+#include "local_stats.h"
+
+namespace autoreg::segmentation {
+namespace {
+
+at::Tensor labels_of(std::initializer_list<int> v, int64_t d, int64_t h, int64_t w) {
+  return at::tensor(std::vector<int>(v), at::kInt).reshape({d, h, w});
+}
+
+TEST(Fusion, MajorityVoteAndItsTieRule) {
+  // Four voxels: a 2:1 majority, a three-way tie, unanimity, and a tie with background.
+  Atlases a;
+  a.labels = {labels_of({2, 3, 4, 0}, 1, 1, 4), labels_of({2, 5, 4, 6}, 1, 1, 4), labels_of({5, 7, 4, 6}, 1, 1, 4),
+              labels_of({9, 8, 4, 0}, 1, 1, 4)};
+  for (size_t i = 0; i < a.labels.size(); ++i) a.images.push_back(at::zeros({1, 1, 4}));
+  Options o;
+  o.method = Method::Majority;
+  const Fused f = fuse(at::zeros({1, 1, 4}), a, o);
+  const auto l = f.labels.flatten();
+  EXPECT_EQ(l[0].item<int>(), 2);  // 2 2 5 9
+  EXPECT_EQ(l[1].item<int>(), 3);  // 3 5 7 8: a tie of four, the smallest label
+  EXPECT_EQ(l[2].item<int>(), 4);  // unanimous
+  EXPECT_EQ(l[3].item<int>(), 0);  // 0 6 6 0: a tie, background is the smaller label
+  EXPECT_EQ(f.unanimous, 1);
+  EXPECT_EQ(label_values(a), (std::vector<int64_t>{0, 2, 3, 4, 5, 6, 7, 8, 9}));
+}
+
+// A region where two atlases hold a wrong label (1) and one the right one (2), everything
+// else labelled 0 by all.
+struct Disagreement {
+  Atlases atlases;
+  at::Tensor target;
+  at::Tensor region;  // bool, D×H×W
+};
+
+Disagreement disagreement(const std::vector<at::Tensor>& errors) {
+  Disagreement s;
+  const int64_t n = 16;
+  s.target = at::zeros({n, n, n});
+  s.region = at::zeros({n, n, n}, at::kBool);
+  s.region.slice(0, 4, 12).slice(1, 4, 12).slice(2, 4, 12).fill_(true);
+  for (size_t a = 0; a < errors.size(); ++a) {
+    s.atlases.images.push_back(s.target + errors[a]);
+    s.atlases.labels.push_back(s.region.to(at::kInt) * (a + 1 < errors.size() ? 1 : 2));
+  }
+  return s;
+}
+
+double share(const Fused& f, const Disagreement& s, int label) {
+  return f.labels.masked_select(s.region).eq(label).to(at::kFloat).mean().item<double>();
+}
+
+TEST(Fusion, WeightedVoteFollowsTheAtlasThatMatchesTheTarget) {
+  at::manual_seed(1);
+  const int64_t n = 16;
+  // Two poor atlases (noise of σ 1) hold label 1, a good one (σ 0.1) holds 2.
+  Disagreement s = disagreement({at::randn({n, n, n}), at::randn({n, n, n}), 0.1 * at::randn({n, n, n})});
+  Options o;
+  o.normalise = false;
+  o.method = Method::Majority;
+  EXPECT_EQ(share(fuse(s.target, s.atlases, o), s, 1), 1.0);
+  o.method = Method::Weighted;
+  EXPECT_GT(share(fuse(s.target, s.atlases, o), s, 2), 0.99);
+}
+
+TEST(Fusion, JointFusionSharesOneWeightBetweenAtlasesThatErrAlike) {
+  at::manual_seed(2);
+  const int64_t n = 16;
+  // Atlases 0 and 1 make the same errors (σ 1) and hold the wrong label; atlas 2 errs
+  // independently and a little less (σ 0.9) and holds the right one. The weighted vote
+  // counts the twins twice and follows them; JLF sees they are one opinion.
+  const at::Tensor twin = at::randn({n, n, n});
+  Disagreement s = disagreement({twin, twin.clone(), 0.9 * at::randn({n, n, n})});
+  Options o;
+  o.normalise = false;
+  o.patch_radius = 3;
+  o.alpha = 1e-3;
+  o.method = Method::Weighted;
+  EXPECT_GT(share(fuse(s.target, s.atlases, o), s, 1), 0.75);
+  o.method = Method::Jlf;
+  o.keep_weights = true;
+  const Fused f = fuse(s.target, s.atlases, o);
+  EXPECT_GT(share(f, s, 2), 0.9);
+  // The twins' weights are equal, and the weights sum to 1.
+  EXPECT_TRUE(at::allclose(f.weights[0], f.weights[1], 1e-4, 1e-5));
+  EXPECT_TRUE(at::allclose(f.weights.sum(0), at::ones({n, n, n}), 1e-4, 1e-5));
+}
+
+TEST(Fusion, LocalNormalisationIgnoresAnAtlasGainAndOffset) {
+  at::manual_seed(3);
+  const int64_t n = 12;
+  const at::Tensor target = at::rand({n, n, n});
+  Atlases a, scaled;
+  for (int k = 0; k < 3; ++k) {
+    const at::Tensor image = target + 0.3 * at::randn({n, n, n});
+    const at::Tensor labels = at::randint(0, 3, {n, n, n}, at::kInt);
+    a.images.push_back(image);
+    a.labels.push_back(labels);
+    scaled.images.push_back(image * (k + 2.0) + 100.0 * k);
+    scaled.labels.push_back(labels);
+  }
+  for (Method m : {Method::Weighted, Method::Jlf}) {
+    Options o;
+    o.method = m;
+    o.keep_weights = true;
+    const Fused f = fuse(target, a, o), g = fuse(target, scaled, o);
+    EXPECT_TRUE(at::allclose(f.weights, g.weights, 1e-3, 1e-4)) << to_string(m);
+  }
+  // The local z-score itself: zero mean over a box in a linear ramp's interior.
+  const at::Tensor ramp = at::arange(n * n * n, at::kFloat).reshape({n, n, n});
+  EXPECT_NEAR(detail::local_zscore(ramp, 1, 0.0, 1e-3)[5][5][5].item<double>(), 0.0, 1e-4);
+}
+
+TEST(Fusion, SlabsGiveTheOneBlockResult) {
+  at::manual_seed(4);
+  const std::vector<int64_t> size{13, 10, 9};
+  const at::Tensor target = at::rand(size);
+  Atlases a;
+  for (int k = 0; k < 4; ++k) {
+    a.images.push_back(target + 0.2 * at::randn(size));
+    a.labels.push_back(at::randint(0, 4, size, at::kShort));  // any integer type
+  }
+  for (Method m : {Method::Majority, Method::Weighted, Method::Jlf}) {
+    Options o;
+    o.method = m;
+    o.keep_weights = true;
+    const Fused whole = fuse(target, a, o);
+    o.slab_planes = 2;
+    const Fused slabs = fuse(target, a, o);
+    EXPECT_TRUE(at::equal(whole.labels, slabs.labels)) << to_string(m);
+    EXPECT_TRUE(at::allclose(whole.weights, slabs.weights, 1e-5, 1e-6)) << to_string(m);
+    EXPECT_EQ(whole.unanimous, slabs.unanimous);
+  }
+}
+
+TEST(Fusion, ProbabilitiesOfAllLabelsSumToOne) {
+  at::manual_seed(5);
+  const std::vector<int64_t> size{8, 8, 8};
+  const at::Tensor target = at::rand(size);
+  Atlases a;
+  for (int k = 0; k < 5; ++k) {
+    a.images.push_back(target + 0.2 * at::randn(size));
+    a.labels.push_back(at::randint(0, 3, size, at::kInt));
+  }
+  a.labels[0][0][0][0] = 7;  // a label only one atlas holds
+  Options o;
+  o.method = Method::Weighted;
+  o.keep_weights = true;
+  const Fused f = fuse(target, a, o);
+  at::Tensor total = at::zeros(size);
+  for (int64_t l : label_values(a)) {
+    const at::Tensor p = probability(f, a, l);
+    EXPECT_GE(p.min().item<double>(), 0);
+    EXPECT_LE(p.max().item<double>(), 1);
+    total += p;
+    // The fused label is the most probable one.
+    EXPECT_TRUE(p.masked_select(f.labels.eq(l)).ge(1.0 / 5 - 1e-6).all().item<bool>());
+  }
+  EXPECT_TRUE(at::allclose(total, at::ones(size), 1e-5, 1e-5));
+  o.keep_weights = false;
+  EXPECT_THROW(probability(fuse(target, a, o), a, 1), std::invalid_argument);
+}
+
+TEST(Fusion, RefusesWhatItCannotFuse) {
+  const at::Tensor t = at::rand({4, 4, 4});
+  EXPECT_THROW(fuse(t, Atlases{}), std::invalid_argument);
+  EXPECT_THROW(fuse(t, Atlases{{t}, {}}), std::invalid_argument);
+  EXPECT_THROW(fuse(t, Atlases{{at::rand({4, 4, 5})}, {at::zeros({4, 4, 5}, at::kInt)}}), std::invalid_argument);
+  EXPECT_THROW(fuse(t, Atlases{{t}, {at::zeros({4, 4, 4})}}), std::invalid_argument);  // float labels
+  at::Tensor nan = t.clone();
+  nan[1][1][1] = NAN;
+  EXPECT_THROW(fuse(t, Atlases{{nan}, {at::zeros({4, 4, 4}, at::kInt)}}), std::invalid_argument);
+  EXPECT_THROW(fuse(at::rand({4, 4}), Atlases{{t}, {at::zeros({4, 4, 4}, at::kInt)}}), std::invalid_argument);
+  EXPECT_THROW(parse_method("staple"), std::invalid_argument);
+  EXPECT_EQ(parse_method("jlf"), Method::Jlf);
+}
+
+}  // namespace
+}  // namespace autoreg::segmentation
