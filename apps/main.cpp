@@ -23,6 +23,7 @@ int run_evaluate(int argc, char** argv);
 int run_register(int argc, char** argv);
 int run_train(int argc, char** argv);
 int run_search(int argc, char** argv);
+int run_segment(int argc, char** argv);
 }  // namespace autoreg::apps
 
 namespace {
@@ -46,6 +47,8 @@ const Subcommand kSubcommands[] = {
      "train a registration network on a dataset manifest and write a model file", true},
     {"search", autoreg::apps::run_search,
      "search the network architecture and training objective for a dataset, then retrain it", true},
+    {"segment", autoreg::apps::run_segment,
+     "segment a target by registering labelled atlases onto it and fusing their labels"},
 };
 
 void usage(std::FILE* out) {

@@ -15,16 +15,6 @@
 
 namespace autoreg::apps {
 
-void write_text_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc | std::ios::binary);
-    out << text;
-    if (!(out << std::flush)) throw io::IoError(path + ": cannot write");
-  }
-  std::filesystem::rename(tmp, path);
-}
-
 namespace {
 
 nlohmann::json terms_json(const std::array<double, registration::kObjectiveTerms>& v) {

@@ -9,11 +9,9 @@
 
 #include "autoreg/registration/genotype.h"
 #include "autoreg/search/searcher.h"
+#include "text_file.h"
 
 namespace autoreg::apps {
-
-// Writes `text` to `path` through a temporary file renamed into place.
-void write_text_atomically(const std::string& path, const std::string& text);
 
 // One line of the search log (search/report.h documents the fields).
 nlohmann::json search_log_line(const search::Searcher& searcher, const search::SearchStep& step, double seconds);

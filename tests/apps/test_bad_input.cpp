@@ -92,6 +92,9 @@ class BadInput : public Cli {
     std::ofstream(path("good.csv")) << "image,labels\n" << path("moving.nii.gz") << "," << path("labels.nii.gz") << "\n"
                                     << path("fixed.nii.gz") << "," << path("labels.nii.gz") << "\n";
     std::ofstream(path("bad.genotype")) << "conv_3x3 conv_3x3 teleport\n";
+    std::ofstream(path("atlas_elsewhere.csv")) << "image,labels\nmoving.nii.gz,labels_elsewhere.nii.gz\n";
+    std::ofstream(path("atlas_unlabelled.csv")) << "image,labels\nmoving.nii.gz,\n";
+    std::ofstream(path("no_atlases.csv")) << "image,labels\n";
     fs::create_directory(path("a_folder"));
   }
 
@@ -204,6 +207,14 @@ TEST_F(BadInput, EveryCaseOfTheReadmesTable) {
       {"malformed genotype", "train --manifest {d}/good.csv --genotype {d}/bad.genotype --out {d}/m.autoreg --steps 1", 2,
        {"{d}/bad.genotype"}, {"{d}/m.autoreg"}},
       {"search on a manifest of no subjects", "search --manifest {d}/pairs.csv --out {d}/s --steps 1", 2, {"{d}/pairs.csv"}, {"{d}/s"}},
+      {"atlas labels on another grid", "segment --atlases {d}/atlas_elsewhere.csv --target {d}/fixed.nii.gz --out {d}/seg.nii.gz", 2,
+       {"{d}/labels_elsewhere.nii.gz: not on the grid of its atlas image"}, {"{d}/seg.nii.gz"}},
+      {"atlas without labels", "segment --atlases {d}/atlas_unlabelled.csv --target {d}/fixed.nii.gz --out {d}/seg.nii.gz", 2,
+       {"{d}/atlas_unlabelled.csv line 2: an atlas needs an image and a label map"}, {"{d}/seg.nii.gz"}},
+      {"no atlases", "segment --atlases {d}/no_atlases.csv --target {d}/fixed.nii.gz --out {d}/seg.nii.gz", 2,
+       {"{d}/no_atlases.csv: the manifest lists no subjects"}, {"{d}/seg.nii.gz"}},
+      {"2-D target", "segment --atlases {d}/good.csv --target {d}/flat.mhd --out {d}/seg.nii.gz", 2,
+       {"{d}/flat.mhd: is a 2-D image"}, {"{d}/seg.nii.gz"}},
   };
   for (const Case& c : cases) check(c);
 }
