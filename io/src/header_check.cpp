@@ -4,7 +4,9 @@
 //   pixdim make NiftiImageIO::ReadImageInformation call abort() (VNL's SVD asserts
 //   finite input);
 // - MetaImage: an ElementDataFile that does not exist, with CompressedData = True,
-//   makes MetaImageIO::Read free an invalid pointer.
+//   makes MetaImageIO::Read free an invalid pointer; compressed data that zlib cannot
+//   finish (a preset-dictionary flag, or another error than the three MetaIO expects)
+//   makes MET_PerformUncompression call inflate() forever.
 #include <zlib.h>
 
 #include <cmath>
@@ -16,6 +18,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "autoreg/io/volume.h"
 #include "nifti_file.h"
@@ -57,6 +60,44 @@ void check_nifti(const std::string& path) {
   }
 }
 
+// The compressed voxels of a MetaImage (`bytes` bytes of `file` from `offset`; all of
+// the rest when negative) must inflate to their end. MetaIO's MET_PerformUncompression
+// loops until zlib says the stream ended, the input ran out or the data is corrupt, so any
+// other answer (Z_NEED_DICT, Z_STREAM_ERROR) loops forever (found by fuzz_volume), and a
+// stream that runs out before its end is a truncated image it accepts without a word.
+void check_inflates(const std::string& path, const std::string& file, std::streamoff offset, long long bytes) {
+  std::ifstream in(file, std::ios::binary | std::ios::ate);
+  if (!in) fail(path, "cannot read its data file " + file);
+  const std::streamoff size = in.tellg();
+  const std::streamoff length = bytes < 0 ? size - offset : std::min<std::streamoff>(bytes, size - offset);
+  if (length <= 0) fail(path, "truncated: no compressed voxel data");
+  in.seekg(offset);
+  std::vector<unsigned char> input(size_t(std::min<std::streamoff>(length, std::streamoff(1) << 20))), output(1 << 20);
+  z_stream z{};
+  if (inflateInit2(&z, 47) != Z_OK) fail(path, "cannot start zlib");
+  std::streamoff left = length;
+  int err = Z_OK;
+  while (err != Z_STREAM_END) {
+    if (z.avail_in == 0) {
+      if (left == 0) break;
+      const std::streamoff n = std::min<std::streamoff>(left, std::streamoff(input.size()));
+      if (!in.read(reinterpret_cast<char*>(input.data()), n)) break;
+      left -= n;
+      z.next_in = input.data();
+      z.avail_in = uInt(n);
+    }
+    z.next_out = output.data();
+    z.avail_out = uInt(output.size());
+    err = inflate(&z, Z_NO_FLUSH);
+    if (err != Z_OK && err != Z_STREAM_END) break;
+  }
+  inflateEnd(&z);
+  if (err == Z_STREAM_END) return;
+  if (err == Z_OK || err == Z_BUF_ERROR) fail(path, "truncated: its compressed voxel data ends before the end of the stream");
+  const std::string why = err == Z_NEED_DICT ? "it asks for a preset dictionary" : z.msg ? z.msg : "zlib error " + std::to_string(err);
+  fail(path, "corrupt compressed voxel data (" + why + ")");
+}
+
 void check_metaimage(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::string line;
@@ -64,6 +105,8 @@ void check_metaimage(const std::string& path) {
     s.erase(0, s.find_first_not_of(" \t"));
     s.erase(s.find_last_not_of(" \t\r") + 1);
   };
+  bool compressed = false;
+  long long compressed_size = -1;  // CompressedDataSize, when given
   for (int n = 1; n <= 200 && std::getline(in, line); ++n) {
     // Every header line is "Key = Value" (MetaIO otherwise looks for the '=' on later
     // lines and reads the wrong numbers: fuzz_volume found a header it parsed for minutes).
@@ -84,6 +127,8 @@ void check_metaimage(const std::string& path) {
         fail(path, "corrupt MetaImage header: NDims = " + value.substr(0, 40));
       }
     }
+    if (key == "CompressedData") compressed = value == "True" || value == "true" || value == "1";
+    if (key == "CompressedDataSize") compressed_size = std::atoll(value.c_str());
     if (key != "ElementDataFile") continue;
     for (const unsigned char c : value) {
       if (c < 0x20 || c == 0x7f) fail(path, "corrupt MetaImage header: ElementDataFile is not a file name");
@@ -93,7 +138,13 @@ void check_metaimage(const std::string& path) {
       std::error_code ec;
       if (!fs::is_regular_file(data, ec)) fail(path, "its ElementDataFile " + name + " does not exist");
     };
-    if (value == "LOCAL") return;
+    const auto data_path = [&](const std::string& name) {
+      return (fs::path(name).is_absolute() ? fs::path(name) : fs::path(path).parent_path() / name).string();
+    };
+    if (value == "LOCAL") {
+      if (compressed) check_inflates(path, path, in.tellg(), compressed_size);
+      return;
+    }
     if (value.rfind("LIST", 0) == 0) {  // one file name per line after this one
       for (std::string name; std::getline(in, name);) {
         trim(name);
@@ -117,6 +168,7 @@ void check_metaimage(const std::string& path) {
       return;
     }
     exists(value);
+    if (compressed) check_inflates(path, data_path(value), 0, compressed_size);
     return;
   }
 }
