@@ -11,6 +11,7 @@ enum ExitCode : int {
   kBadInput = 2,  // unreadable, inconsistent or non-finite input; unwritable output
   kFailure = 3,   // anything that fails while running
   kInterrupted = 4,  // SIGINT/SIGTERM during a long run: a checkpoint was written, --resume continues
+  kSomePairsFailed = 5,  // register --pairs: some pairs failed and were skipped; the others are written
 };
 
 class UsageError : public std::runtime_error {

@@ -36,18 +36,11 @@
 #include "autoreg/registration/model_file.h"
 #include "exit_codes.h"
 #include "options.h"
+#include "register_batch.h"
+#include "register_run.h"
 
 namespace autoreg::apps {
 namespace {
-
-struct RegisterParams {
-  std::string fixed, moving, out_warped, out_field, moving_labels, out_labels, out_affine;
-  std::string model;  // "" = instance optimisation
-  pipeline::PairOptions options;
-  std::string fixed_orientation, moving_orientation;  // header overrides ("" = trust it)
-  bool force = false;  // resample a label map that is not on its image's grid
-  bool json = false;
-};
 
 std::vector<int64_t> parse_levels(const std::string& option, const std::string& s) {
   std::vector<int64_t> out = parse_int_list(option, s);
@@ -58,149 +51,15 @@ std::vector<int64_t> parse_levels(const std::string& option, const std::string& 
   return out;
 }
 
-std::string describe(const io::Geometry& g) {
-  char buf[256];
-  std::snprintf(buf, sizeof buf, "%ld×%ld×%ld voxels of %.3g×%.3g×%.3g mm, origin (%.1f, %.1f, %.1f)",
-                long(g.size[0]), long(g.size[1]), long(g.size[2]), g.spacing[0], g.spacing[1],
-                g.spacing[2], g.origin[0], g.origin[1], g.origin[2]);
-  return buf;
-}
-
-// The moving label map on its image's grid: as it is when it is on that grid; otherwise
-// an error, or with --force a nearest-neighbour resampling (with a warning).
-io::Volume moving_labels_on_grid(const RegisterParams& p, const io::Geometry& image_grid) {
-  io::Volume labels = io::read_volume(p.moving_labels, io::PixelKind::Labels);
-  if (io::same_grid(labels.geometry, image_grid)) return labels;
-  const std::string what = p.moving_labels + ": not on the grid of its image " + p.moving + " (" +
-                           describe(labels.geometry) + " against " + describe(image_grid) + ")";
-  if (!p.force) throw io::IoError(what + "; rerun with --force to resample it by nearest neighbour");
-  std::fprintf(stderr, "warning: %s; resampling it by nearest neighbour (--force)\n", what.c_str());
-  return io::resample(labels, image_grid, io::Resampling::Nearest);
-}
-
-// A warning when the two volumes' physical extents differ by more than 2× along an
-// axis (sorted, so that orientation does not matter): a wrong header spacing, or not
-// the same anatomy.
-void warn_on_extents(const RegisterParams& p, const io::Geometry& f, const io::Geometry& m) {
-  std::array<double, 3> ef{}, em{};
-  for (int a = 0; a < 3; ++a) {
-    ef[a] = double(f.size[a]) * f.spacing[a];
-    em[a] = double(m.size[a]) * m.spacing[a];
-  }
-  std::sort(ef.begin(), ef.end());
-  std::sort(em.begin(), em.end());
-  for (int a = 0; a < 3; ++a) {
-    const double ratio = std::max(ef[a], em[a]) / std::max(1e-9, std::min(ef[a], em[a]));
-    if (ratio > 2.0) {
-      std::fprintf(stderr,
-                   "warning: %s (%.0f×%.0f×%.0f mm) and %s (%.0f×%.0f×%.0f mm) cover very "
-                   "different physical extents; check that they show the same anatomy and that "
-                   "their headers' spacing is right\n",
-                   p.fixed.c_str(), ef[0], ef[1], ef[2], p.moving.c_str(), em[0], em[1], em[2]);
-      return;
-    }
-  }
-}
-
-// Writes the outputs; if one fails, removes those already written by this run.
-class Outputs {
- public:
-  template <typename Write>
-  void write(const std::string& path, Write&& write) {
-    try {
-      write();
-      written_.push_back(path);
-    } catch (...) {
-      std::error_code ec;
-      for (const auto& w : written_) std::filesystem::remove(w, ec);
-      throw;
-    }
-  }
-
- private:
-  std::vector<std::string> written_;
-};
-
 nlohmann::json run(RegisterParams p) {
-  const auto t0 = std::chrono::steady_clock::now();
   for (const std::string* out : {&p.out_warped, &p.out_field, &p.out_labels, &p.out_affine}) {
     if (!out->empty()) io::check_output(*out);
   }
   pipeline::StageTimes times;
   if (!p.model.empty()) p.options.model = std::make_shared<registration::Model>(registration::load_model(p.model));
-  io::Volume fixed = io::read_volume(p.fixed);
-  io::Volume moving = io::read_volume(p.moving);
-  io::Volume labels;
-  if (!p.moving_labels.empty()) labels = moving_labels_on_grid(p, moving.geometry);
-  if (!p.fixed_orientation.empty()) fixed.geometry = io::with_orientation(fixed.geometry, p.fixed_orientation);
-  if (!p.moving_orientation.empty()) {
-    moving.geometry = io::with_orientation(moving.geometry, p.moving_orientation);
-    labels.geometry = moving.geometry;
-  }
-  warn_on_extents(p, fixed.geometry, moving.geometry);
+  PairInputs in = read_pair_inputs(p);
   times.lap("read");
-
-  const bool tty = ::isatty(fileno(stderr));
-  auto progress = [tty](const char* stage, const std::vector<int64_t>& iterations) {
-    return [tty, stage, iterations](int level, int64_t it, double loss) {
-      const int64_t total = iterations[level];
-      if (tty && (it % 10 == 0 || it + 1 == total)) {
-        std::fprintf(stderr, "\r%-10s level %d/%zu  step %4ld/%ld  loss %.5f   ", stage, level + 1,
-                     iterations.size(), long(it + 1), long(total), loss);
-        if (it + 1 == total) std::fprintf(stderr, "\n");
-      }
-    };
-  };
-  p.options.affine.progress = progress("affine", p.options.affine.iterations);
-  p.options.deformable.progress =
-      progress(p.options.model ? "refine" : "deformable", pipeline::deformable_levels(p.options));
-  // The fixed voxels are handed over (only its grid is needed after); the moving ones are
-  // kept for the warped output.
-  const pipeline::PairResult r =
-      pipeline::register_pair({std::move(fixed.data), fixed.geometry}, moving, p.options, &times);
-
-  c10::AutoGradMode no_grad(false);
-  const io::Volume warped{io::sample_mapped(moving, fixed.geometry, at::Tensor(), r.displacement), fixed.geometry};
-  io::Volume warped_labels;
-  if (!p.out_labels.empty()) {
-    warped_labels = {io::sample_mapped(labels, fixed.geometry, at::Tensor(), r.displacement), fixed.geometry};
-  }
-  times.lap("warp");
-  Outputs outputs;
-  outputs.write(p.out_warped, [&] { io::write_volume(p.out_warped, warped); });
-  outputs.write(p.out_field, [&] { io::write_displacement_field(p.out_field, r.displacement, fixed.geometry); });
-  if (!p.out_labels.empty()) {
-    outputs.write(p.out_labels, [&] { io::write_volume(p.out_labels, warped_labels); });
-  }
-  if (!p.out_affine.empty()) {
-    outputs.write(p.out_affine, [&] { io::write_affine(p.out_affine, r.affine); });
-  }
-  times.lap("write");
-  const auto j = registration::jacobian_stats(r.displacement);
-  times.lap("jacobian");
-  nlohmann::json stages = nlohmann::json::object();
-  for (const auto& [stage, s] : times.seconds()) stages[stage] = s;
-  nlohmann::json stage_peaks = nlohmann::json::object();
-  for (const auto& [stage, mib] : times.peak_mib()) stage_peaks[stage] = mib;
-  nlohmann::json affine = nlohmann::json::array();
-  for (int64_t row = 0; row < 4; ++row) {
-    affine.push_back(std::vector<double>(r.affine[row].data_ptr<double>(),
-                                         r.affine[row].data_ptr<double>() + 4));
-  }
-  return {{"fixed", p.fixed},
-          {"moving", p.moving},
-          {"out_warped", p.out_warped},
-          {"out_field", p.out_field},
-          {"affine_lps", affine},
-          {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()},
-          {"stage_seconds", stages},
-          {"stage_peak_memory_mib", stage_peaks},
-          {"peak_memory_mib", pipeline::peak_resident_mib()},
-          {"threads", at::get_num_threads()},
-          {"device", p.options.device},
-          {"model", p.model},
-          {"non_positive_jacobian_percent", j.non_positive_percent},
-          {"log_jacobian_std", j.log_std}};
+  return register_inputs(p, std::move(in), times);
 }
 
 }  // namespace
@@ -211,10 +70,14 @@ int run_register(int argc, char** argv) {
                      "without a model a diffeomorphic field optimised on the pair (stationary "
                      "velocity, scaling and squaring, coarse to fine).",
                      ' ', "0.1");
-  TCLAP::ValueArg<std::string> fixed("", "fixed", "fixed image", true, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> moving("", "moving", "moving image", true, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> out_warped("", "out-warped", "moving image on the fixed grid", true, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> out_field("", "out-field", "displacement field, affine and deformable together (LPS mm, fixed grid; .h5: ITK DisplacementFieldTransform)", true, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> fixed("", "fixed", "fixed image", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> moving("", "moving", "moving image", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> out_warped("", "out-warped", "moving image on the fixed grid", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> out_field("", "out-field", "displacement field, affine and deformable together (LPS mm, fixed grid; .h5: ITK DisplacementFieldTransform)", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> fixed_labels("", "fixed-labels", "the fixed image's label map: the summary reports the warped labels' mean Dice over its labels", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> pairs("", "pairs", "many pairs in one run: a CSV with columns fixed,moving and optionally moving_labels,fixed_labels (instead of --fixed/--moving/--out-*)", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> out_dir("", "out-dir", "with --pairs: the output folder (outputs named after the inputs, summary.csv, summary.json)", false, "", "DIR", cmd);
+  TCLAP::SwitchArg resume("", "resume", "with --pairs: skip the pairs whose outputs are complete", cmd, false);
   TCLAP::ValueArg<std::string> moving_labels("", "moving-labels", "moving label map to warp", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> out_labels("", "out-labels", "warped label map", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> out_affine("", "out-affine", "the affine alone, as an ITK transform file (.tfm, .txt, .mat, .h5)", false, "", "FILE", cmd);
@@ -248,11 +111,25 @@ int run_register(int argc, char** argv) {
   p.moving_labels = moving_labels.getValue();
   p.out_labels = out_labels.getValue();
   p.out_affine = out_affine.getValue();
-  if (p.moving_labels.empty() != p.out_labels.empty()) {
-    throw UsageError("--moving-labels and --out-labels go together");
+  p.fixed_labels = fixed_labels.getValue();
+  const bool batch = pairs.isSet();
+  if (batch) {
+    for (const auto* a : std::initializer_list<const TCLAP::Arg*>{&fixed, &moving, &out_warped, &out_field, &moving_labels,
+                                                                   &out_labels, &out_affine, &fixed_labels}) {
+      if (a->isSet()) throw UsageError("--pairs lists the pairs; --" + a->getName() + " is for one pair");
+    }
+    if (!out_dir.isSet()) throw UsageError("--pairs needs --out-dir");
+  } else {
+    if (out_dir.isSet() || resume.isSet()) throw UsageError("--out-dir and --resume go with --pairs");
+    for (const auto* a : std::initializer_list<const TCLAP::Arg*>{&fixed, &moving, &out_warped, &out_field}) {
+      if (!a->isSet()) throw UsageError("--" + a->getName() + " is required (or --pairs for many pairs)");
+    }
+    if (p.moving_labels.empty() != p.out_labels.empty()) {
+      throw UsageError("--moving-labels and --out-labels go together");
+    }
+    refuse_overwrite({&p.out_warped, &p.out_field, &p.out_labels, &p.out_affine},
+                     {&p.fixed, &p.moving, &p.moving_labels, &p.fixed_labels});
   }
-  refuse_overwrite({&p.out_warped, &p.out_field, &p.out_labels, &p.out_affine},
-                   {&p.fixed, &p.moving, &p.moving_labels});
   if (lambda.getValue() < 0) throw UsageError("--regularization must be >= 0");
   if (affine_only.getValue() && no_affine.getValue()) {
     throw UsageError("--affine-only and --no-affine exclude each other");
@@ -285,6 +162,7 @@ int run_register(int argc, char** argv) {
   p.fixed_orientation = checked_orientation("--fixed-orientation", fixed_orientation.getValue());
   p.moving_orientation = checked_orientation("--moving-orientation", moving_orientation.getValue());
   if (threads.getValue() > 0) at::set_num_threads(threads.getValue());
+  if (batch) return run_pairs(p, pairs.getValue(), out_dir.getValue(), resume.getValue());
   const nlohmann::json summary = run(p);
   if (json.getValue()) {
     std::printf("%s\n", summary.dump(2).c_str());

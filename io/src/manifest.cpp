@@ -1,5 +1,6 @@
 #include "autoreg/io/manifest.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -48,61 +49,90 @@ std::vector<ManifestRow> Manifest::split(const std::string& name) const {
   return out;
 }
 
-Manifest read_manifest(const std::string& path) {
-  namespace fs = std::filesystem;
+std::vector<CsvRow> read_csv(const std::string& path, const std::vector<std::string>& columns,
+                             const std::vector<std::string>& required, const std::string& kind) {
   std::ifstream in(path);
-  if (!in) throw IoError(path + ": cannot open the manifest");
-  const fs::path folder = fs::absolute(path).parent_path();
-  Manifest m{path, {}};
+  if (!in) throw IoError(path + ": cannot open the " + kind);
+  std::vector<CsvRow> rows;
+  std::vector<int> slot;  // file column → index in `columns`
   std::string line;
-  int number = 0, image = -1, labels = -1, split = -1;
-  size_t columns = 0;
-  bool atlas = false;
+  int number = 0;
   const auto where = [&](int n) { return path + ":" + std::to_string(n) + ": "; };
+  std::string names;
+  for (const auto& c : columns) names += (names.empty() ? "" : ", ") + c;
   while (std::getline(in, line)) {
     ++number;
     if (line.find_first_not_of(" \t\r") == std::string::npos || line[line.find_first_not_of(" \t")] == '#') continue;
     const std::vector<std::string> f = fields_of(line);
-    if (columns == 0) {
-      for (size_t c = 0; c < f.size(); ++c) {
-        int* slot = f[c] == "image" ? &image : f[c] == "labels" ? &labels : f[c] == "split" ? &split : nullptr;
-        if (!slot) throw IoError(where(number) + "unknown column '" + f[c] + "' (image, labels, split)");
-        if (*slot >= 0) throw IoError(where(number) + "column '" + f[c] + "' appears twice");
-        *slot = int(c);
+    if (slot.empty()) {
+      std::vector<bool> seen(columns.size());
+      for (const auto& name : f) {
+        const auto it = std::find(columns.begin(), columns.end(), name);
+        if (it == columns.end()) throw IoError(where(number) + "unknown column '" + name + "' (" + names + ")");
+        const size_t k = size_t(it - columns.begin());
+        if (seen[k]) throw IoError(where(number) + "column '" + name + "' appears twice");
+        seen[k] = true;
+        slot.push_back(int(k));
       }
-      if (image < 0) throw IoError(where(number) + "the header line needs an 'image' column (image,labels,split)");
-      columns = f.size();
+      for (const auto& r : required) {
+        if (std::find(f.begin(), f.end(), r) == f.end()) {
+          throw IoError(where(number) + "the header line needs the '" + r + "' column (" + names + ")");
+        }
+      }
       continue;
     }
-    if (f.size() != columns) {
-      throw IoError(where(number) + std::to_string(f.size()) + " fields, the header has " + std::to_string(columns));
+    if (f.size() != slot.size()) {
+      throw IoError(where(number) + std::to_string(f.size()) + " fields, the header has " + std::to_string(slot.size()));
     }
-    ManifestRow r;
+    CsvRow r;
     r.line = number;
-    const auto resolve = [&](int column) -> std::string {
-      if (column < 0 || f[column].empty()) return "";
-      const fs::path p = fs::path(f[column]).is_absolute() ? fs::path(f[column]) : folder / f[column];
+    r.fields.assign(columns.size(), "");
+    for (size_t c = 0; c < f.size(); ++c) r.fields[size_t(slot[c])] = f[c];
+    rows.push_back(r);
+  }
+  if (slot.empty()) throw IoError(path + ": empty " + kind + " (no header line)");
+  return rows;
+}
+
+std::string path_beside(const std::string& csv, const std::string& field) {
+  namespace fs = std::filesystem;
+  if (field.empty()) return "";
+  const fs::path p = fs::path(field).is_absolute() ? fs::path(field) : fs::absolute(csv).parent_path() / field;
+  return p.lexically_normal().string();
+}
+
+Manifest read_manifest(const std::string& path) {
+  namespace fs = std::filesystem;
+  enum { kImage, kLabels, kSplit };
+  const std::vector<CsvRow> rows = read_csv(path, {"image", "labels", "split"}, {"image"}, "manifest");
+  Manifest m{path, {}};
+  bool atlas = false;
+  for (const CsvRow& row : rows) {
+    const auto where = path + ":" + std::to_string(row.line) + ": ";
+    ManifestRow r;
+    r.line = row.line;
+    const auto resolve = [&](const std::string& field) -> std::string {
+      const std::string p = path_beside(path, field);
       std::error_code ec;  // a name too long for the file system is an error, not an exception
-      if (!fs::exists(p, ec)) {
-        throw IoError(where(number) + p.string() + (ec ? ": cannot be a file (" + ec.message() + ")" : ": no such file"));
+      if (!p.empty() && !fs::exists(p, ec)) {
+        throw IoError(where + p + (ec ? ": cannot be a file (" + ec.message() + ")" : ": no such file"));
       }
-      return p.lexically_normal().string();
+      return p;
     };
-    r.image = resolve(image);
-    r.labels = resolve(labels);
-    r.split = split < 0 || f[split].empty() ? "train" : f[split];
+    r.image = resolve(row.fields[kImage]);
+    r.labels = resolve(row.fields[kLabels]);
+    r.split = row.fields[kSplit].empty() ? "train" : row.fields[kSplit];
     if (r.split != "train" && r.split != "val" && r.split != "test" && r.split != "atlas") {
-      throw IoError(where(number) + "unknown split '" + r.split + "' (train, val, test or atlas)");
+      throw IoError(where + "unknown split '" + r.split + "' (train, val, test or atlas)");
     }
-    if (r.image.empty() && r.labels.empty()) throw IoError(where(number) + "a row needs an image or a label map");
+    if (r.image.empty() && r.labels.empty()) throw IoError(where + "a row needs an image or a label map");
     if (r.split == "atlas") {
-      if (atlas) throw IoError(where(number) + "a second atlas row (one atlas at most)");
-      if (r.image.empty()) throw IoError(where(number) + "the atlas needs an image");
+      if (atlas) throw IoError(where + "a second atlas row (one atlas at most)");
+      if (r.image.empty()) throw IoError(where + "the atlas needs an image");
       atlas = true;
     }
     m.rows.push_back(r);
   }
-  if (columns == 0) throw IoError(path + ": empty manifest (no header line)");
   if (m.rows.empty()) throw IoError(path + ": the manifest lists no subjects");
   return m;
 }

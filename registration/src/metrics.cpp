@@ -242,4 +242,33 @@ double mean_dice(const at::Tensor& a, const at::Tensor& b) {
   return sum / double(labels.size());
 }
 
+double mean_dice_over_reference(const at::Tensor& reference, const at::Tensor& other) {
+  const at::Tensor a = reference.reshape({-1}).to(at::kInt).contiguous(), b = other.reshape({-1}).to(at::kInt).contiguous();
+  TORCH_CHECK(a.numel() == b.numel(), "mean_dice_over_reference: the maps differ in size");
+  const std::vector<int64_t> labels = labels_present(a, a);
+  if (labels.empty()) return std::numeric_limits<double>::quiet_NaN();
+  const int64_t lo = std::min(a.min().item<int64_t>(), b.min().item<int64_t>());
+  const int64_t hi = std::max(a.max().item<int64_t>(), b.max().item<int64_t>());
+  double sum = 0;
+  if (hi - lo > (int64_t(1) << 24)) {  // sparse label values: label by label
+    for (int64_t l : labels) sum += dice(a, b, l);
+    return sum / double(labels.size());
+  }
+  // Per-label counts in one pass (per-label passes took seconds for 100 labels of a
+  // 256×256×160 volume).
+  std::vector<int64_t> in_a(size_t(hi - lo + 1)), in_b(in_a.size()), both(in_a.size());
+  const int32_t* pa = a.data_ptr<int32_t>();
+  const int32_t* pb = b.data_ptr<int32_t>();
+  for (int64_t i = 0; i < a.numel(); ++i) {
+    ++in_a[size_t(pa[i] - lo)];
+    ++in_b[size_t(pb[i] - lo)];
+    both[size_t(pa[i] - lo)] += pa[i] == pb[i];
+  }
+  for (int64_t l : labels) {
+    const size_t k = size_t(l - lo);
+    sum += 2.0 * double(both[k]) / double(in_a[k] + in_b[k]);
+  }
+  return sum / double(labels.size());
+}
+
 }  // namespace autoreg::registration

@@ -210,7 +210,7 @@ TEST_F(BadInput, EveryCaseOfTheReadmesTable) {
       {"atlas labels on another grid", "segment --atlases {d}/atlas_elsewhere.csv --target {d}/fixed.nii.gz --out {d}/seg.nii.gz", 2,
        {"{d}/labels_elsewhere.nii.gz: not on the grid of its atlas image"}, {"{d}/seg.nii.gz"}},
       {"atlas without labels", "segment --atlases {d}/atlas_unlabelled.csv --target {d}/fixed.nii.gz --out {d}/seg.nii.gz", 2,
-       {"{d}/atlas_unlabelled.csv line 2: an atlas needs an image and a label map"}, {"{d}/seg.nii.gz"}},
+       {"{d}/atlas_unlabelled.csv:2: an atlas needs an image and a label map"}, {"{d}/seg.nii.gz"}},
       {"no atlases", "segment --atlases {d}/no_atlases.csv --target {d}/fixed.nii.gz --out {d}/seg.nii.gz", 2,
        {"{d}/no_atlases.csv: the manifest lists no subjects"}, {"{d}/seg.nii.gz"}},
       {"2-D target", "segment --atlases {d}/good.csv --target {d}/flat.mhd --out {d}/seg.nii.gz", 2,

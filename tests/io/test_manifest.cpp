@@ -70,7 +70,7 @@ TEST_F(ManifestTest, ImageColumnAlone) {
 TEST_F(ManifestTest, ErrorsNameFileAndLine) {
   const std::string p = (dir_ / "m.csv").string();
   std::string e = error_of("labels,split\ndata/a_seg.nii.gz,train\n");
-  EXPECT_NE(e.find(p + ":1: the header line needs an 'image' column"), std::string::npos) << e;
+  EXPECT_NE(e.find(p + ":1: the header line needs the 'image' column"), std::string::npos) << e;
   e = error_of("image,labels\ndata/a.nii.gz\n");
   EXPECT_NE(e.find(p + ":2: 1 fields, the header has 2"), std::string::npos) << e;
   e = error_of("image,split\ndata/a.nii.gz,testing\n");

@@ -124,5 +124,18 @@ TEST(Metrics, JacobianStatsOfAFloatFieldInOnePass) {
   }
 }
 
+TEST(Metrics, MeanDiceOverTheReferencesLabels) {
+  at::manual_seed(9);
+  const at::Tensor a = at::randint(0, 6, {1, 1, 9, 8, 7}, at::kInt) * 300;  // labels 0, 300, ..., 1500
+  at::Tensor b = at::randint(0, 6, {1, 1, 9, 8, 7}, at::kInt) * 300;
+  b.masked_fill_(b.eq(1500), 7);  // 1500 is missing from b (scores 0), 7 is not in a (not counted)
+  double sum = 0;
+  for (int64_t l : {300, 600, 900, 1200, 1500}) sum += registration::dice(a, b, l);
+  EXPECT_NEAR(registration::mean_dice_over_reference(a, b), sum / 5, 1e-12);
+  EXPECT_EQ(registration::dice(a, b, 1500), 0.0);
+  EXPECT_DOUBLE_EQ(registration::mean_dice_over_reference(a, a), 1.0);
+  EXPECT_TRUE(std::isnan(registration::mean_dice_over_reference(at::zeros_like(a), b)));
+}
+
 }  // namespace
 }  // namespace autoreg::test

@@ -37,4 +37,20 @@ struct Manifest {
 // image nor labels, a listed file that does not exist.
 Manifest read_manifest(const std::string& path);
 
+// A CSV file with a header line naming its columns, read as the manifest is: fields may
+// be double-quoted (a "" inside is a quote), surrounding blanks are trimmed, empty lines
+// and lines starting with '#' are skipped.
+struct CsvRow {
+  std::vector<std::string> fields;  // in the order of `columns` given to read_csv ("" when absent)
+  int line = 0;
+};
+// Throws IoError naming the file and line: unreadable, no header, a column not in
+// `columns`, a column twice, a `required` column missing, a row with the wrong number of
+// fields. `kind` names the file in messages ("cannot open the <kind>").
+std::vector<CsvRow> read_csv(const std::string& path, const std::vector<std::string>& columns,
+                             const std::vector<std::string>& required, const std::string& kind = "file");
+
+// `field` as a path: relative ones are taken from `csv`'s folder; "" stays "".
+std::string path_beside(const std::string& csv, const std::string& field);
+
 }  // namespace autoreg::io

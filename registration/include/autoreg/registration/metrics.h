@@ -33,6 +33,12 @@ JacobianStats jacobian_stats(const at::Tensor& displacement);
 // shape); NaN when they share none.
 double mean_dice(const at::Tensor& a, const at::Tensor& b);
 
+// Mean Dice over every label value (not 0) of `reference`: a label the other map lacks
+// scores 0 (what a segmentation or a registration is judged by against a manual map).
+// Both int label maps of one number of voxels; one pass over them for all labels. NaN
+// when `reference` holds no label.
+double mean_dice_over_reference(const at::Tensor& reference, const at::Tensor& other);
+
 // The label values (other than 0, the background) present in either map, ascending.
 std::vector<int64_t> labels_present(const at::Tensor& a, const at::Tensor& b);
 

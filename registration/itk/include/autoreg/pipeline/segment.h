@@ -18,7 +18,7 @@ namespace autoreg::pipeline {
 
 struct AtlasFiles {
   std::string image, labels;
-  std::string origin;  // where it was listed ("atlases.csv line 3"), for messages
+  std::string origin;  // where it was listed ("atlases.csv:3"), for messages
 };
 
 struct SegmentOptions {

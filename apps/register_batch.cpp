@@ -1,0 +1,224 @@
+#include "register_batch.h"
+
+#include <ATen/ATen.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <map>
+#include <set>
+
+#include "autoreg/io/manifest.h"
+#include "autoreg/registration/model_file.h"
+#include "exit_codes.h"
+#include "text_file.h"
+
+namespace autoreg::apps {
+namespace {
+
+namespace fs = std::filesystem;
+
+// "oasis01_t1.nii.gz" → "oasis01_t1".
+std::string stem(const std::string& path) {
+  std::string name = fs::path(path).filename().string();
+  for (const std::string ext : {".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".nhdr"}) {
+    if (name.size() > ext.size() && name.compare(name.size() - ext.size(), ext.size(), ext) == 0) {
+      return name.substr(0, name.size() - ext.size());
+    }
+  }
+  return fs::path(name).stem().string();
+}
+
+struct Pair {
+  RegisterParams params;
+  std::string name;    // <moving>_to_<fixed>, unique in the run
+  std::string report;  // its summary, written last
+  int line = 0;
+};
+
+std::vector<Pair> read_pairs(const RegisterParams& base, const std::string& csv, const std::string& dir) {
+  enum { kFixed, kMoving, kMovingLabels, kFixedLabels };
+  const std::vector<io::CsvRow> rows =
+      io::read_csv(csv, {"fixed", "moving", "moving_labels", "fixed_labels"}, {"fixed", "moving"}, "pairs file");
+  if (rows.empty()) throw io::IoError(csv + ": lists no pairs (a header fixed,moving and one row per pair)");
+  std::vector<Pair> pairs;
+  std::set<std::string> names;
+  for (const io::CsvRow& row : rows) {
+    Pair pair;
+    pair.line = row.line;
+    RegisterParams& p = pair.params;
+    p = base;
+    p.fixed = io::path_beside(csv, row.fields[kFixed]);
+    p.moving = io::path_beside(csv, row.fields[kMoving]);
+    p.moving_labels = io::path_beside(csv, row.fields[kMovingLabels]);
+    p.fixed_labels = io::path_beside(csv, row.fields[kFixedLabels]);
+    if (p.fixed.empty() || p.moving.empty()) {
+      throw io::IoError(csv + ":" + std::to_string(row.line) + ": a pair needs a fixed and a moving image");
+    }
+    pair.name = stem(p.moving) + "_to_" + stem(p.fixed);
+    if (!names.insert(pair.name).second) pair.name += "_line" + std::to_string(row.line);
+    const std::string out = (fs::path(dir) / pair.name).string();
+    p.out_warped = out + "_warped.nii.gz";
+    p.out_field = out + "_field.nii.gz";
+    p.out_labels = p.moving_labels.empty() ? "" : out + "_labels.nii.gz";
+    pair.report = out + ".json";
+    pairs.push_back(pair);
+  }
+  return pairs;
+}
+
+// A pair whose summary and outputs are all there (outputs are renamed into place whole,
+// the summary after them).
+bool complete(const Pair& pair) {
+  for (const std::string* f : {&pair.report, &pair.params.out_warped, &pair.params.out_field, &pair.params.out_labels}) {
+    std::error_code ec;
+    if (!f->empty() && !fs::is_regular_file(*f, ec)) return false;
+  }
+  try {
+    std::ifstream in(pair.report);
+    return !nlohmann::json::parse(in).is_discarded();
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+std::string csv_field(const nlohmann::json& v) {
+  if (v.is_null()) return "";
+  if (v.is_string()) {
+    std::string s = v.get<std::string>();
+    if (s.find_first_of(",\"\n") == std::string::npos) return s;
+    std::string q = "\"";
+    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c == '\n' ? ' ' : c);
+    return q + "\"";
+  }
+  return v.dump();
+}
+
+// summary.csv: one row per pair, the stages' seconds as columns.
+std::string summary_csv(const nlohmann::json& rows) {
+  std::set<std::string> stage_names;
+  for (const auto& r : rows) {
+    if (r.contains("stage_seconds")) {
+      for (const auto& [k, v] : r["stage_seconds"].items()) stage_names.insert(k);
+    }
+  }
+  const std::vector<std::string> columns = {"pair", "fixed", "moving", "status", "seconds", "dice",
+                                            "non_positive_jacobian_percent", "peak_memory_mib", "error"};
+  std::string text;
+  for (const auto& c : columns) text += (text.empty() ? "" : ",") + c;
+  for (const auto& s : stage_names) text += ",seconds_" + s;
+  text += "\n";
+  for (const auto& r : rows) {
+    std::string line;
+    for (const auto& c : columns) line += (line.empty() ? "" : ",") + csv_field(r.value(c, nlohmann::json()));
+    for (const auto& s : stage_names) {
+      line += "," + (r.contains("stage_seconds") ? csv_field(r["stage_seconds"].value(s, nlohmann::json())) : "");
+    }
+    text += line + "\n";
+  }
+  return text;
+}
+
+double since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+}  // namespace
+
+int run_pairs(RegisterParams base, const std::string& pairs_csv, const std::string& out_dir, bool resume) {
+  const auto start = std::chrono::steady_clock::now();
+  std::error_code ec;
+  if (fs::exists(out_dir, ec) && !fs::is_directory(out_dir, ec)) throw io::IoError(out_dir + ": --out-dir is a file, not a folder");
+  std::vector<Pair> pairs = read_pairs(base, pairs_csv, out_dir);
+  fs::create_directories(out_dir, ec);
+  if (ec) throw io::IoError(out_dir + ": cannot create the folder (" + ec.message() + ")");
+  if (!base.model.empty()) base.options.model = std::make_shared<registration::Model>(registration::load_model(base.model));
+  for (auto& pair : pairs) pair.params.options.model = base.options.model;
+
+  const size_t n = pairs.size();
+  std::vector<bool> skip(n);
+  for (size_t i = 0; i < n; ++i) skip[i] = resume && complete(pairs[i]);
+  // The next pair to register is read on another thread while the current one runs.
+  struct Read {
+    PairInputs inputs;
+    double seconds = 0;
+  };
+  const auto read = [](const RegisterParams& p) {
+    const auto t = std::chrono::steady_clock::now();
+    Read r{read_pair_inputs(p), 0};
+    r.seconds = since(t);
+    return r;
+  };
+  const auto next_to_read = [&](size_t from) {
+    while (from < n && skip[from]) ++from;
+    return from;
+  };
+  std::future<Read> ahead;
+  size_t ahead_index = next_to_read(0);
+  if (ahead_index < n) ahead = std::async(std::launch::async, read, pairs[ahead_index].params);
+
+  nlohmann::json rows = nlohmann::json::array();
+  int failed = 0, done = 0, skipped = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Pair& pair = pairs[i];
+    const std::string label = "pair " + std::to_string(i + 1) + "/" + std::to_string(n) + " " + pair.name;
+    nlohmann::json row;
+    if (skip[i]) {
+      std::ifstream in(pair.report);
+      row = nlohmann::json::parse(in);
+      row["status"] = "done before (--resume)";
+      ++skipped;
+      std::fprintf(stderr, "%s: complete, skipped (--resume)\n", label.c_str());
+    } else {
+      pipeline::StageTimes times;
+      try {
+        Read r = ahead.get();
+        ahead_index = next_to_read(i + 1);
+        if (ahead_index < n) ahead = std::async(std::launch::async, read, pairs[ahead_index].params);
+        times.lap("read");  // the wait for it; it was read in r.seconds beside the previous pair
+        for (const std::string* out : {&pair.params.out_warped, &pair.params.out_field, &pair.params.out_labels}) {
+          if (!out->empty()) io::check_output(*out);
+        }
+        row = register_inputs(pair.params, std::move(r.inputs), times);
+        row["read_seconds"] = r.seconds;
+        row["status"] = "done";
+        write_text_atomically(pair.report, row.dump(1) + "\n");
+        ++done;
+        const std::string dice = row["dice"].is_null() ? "" : ", Dice " + std::to_string(row["dice"].get<double>()).substr(0, 6);
+        std::fprintf(stderr, "%s: %.1f s%s, %.3f %% of voxels fold\n", label.c_str(), row["seconds"].get<double>(),
+                     dice.c_str(), row["non_positive_jacobian_percent"].get<double>());
+      } catch (const std::exception& e) {
+        // The read of the next pair is started even when this one failed to read.
+        if (ahead_index == i) {
+          ahead_index = next_to_read(i + 1);
+          if (ahead_index < n) ahead = std::async(std::launch::async, read, pairs[ahead_index].params);
+        }
+        std::string what = e.what();
+        what = what.substr(0, what.find('\n'));
+        row = {{"status", "failed"}, {"error", what}};
+        ++failed;
+        std::fprintf(stderr, "%s (%s:%d): failed, skipped: %s\n", label.c_str(), pairs_csv.c_str(), pair.line, what.c_str());
+      }
+    }
+    row["pair"] = pair.name;
+    row["fixed"] = pair.params.fixed;
+    row["moving"] = pair.params.moving;
+    rows.push_back(row);
+  }
+  const nlohmann::json summary = {{"pairs", rows},         {"done", done},   {"skipped", skipped},
+                                  {"failed", failed},      {"seconds", since(start)},
+                                  {"peak_memory_mib", pipeline::peak_resident_mib()}};
+  write_text_atomically((fs::path(out_dir) / "summary.json").string(), summary.dump(1) + "\n");
+  write_text_atomically((fs::path(out_dir) / "summary.csv").string(), summary_csv(rows));
+  std::printf("%d of %zu pairs registered in %.1f s (%d done before), %d failed; summary in %s/summary.csv\n", done, n,
+              since(start), skipped, failed, out_dir.c_str());
+  if (failed > 0) {
+    std::fprintf(stderr, "autoreg register: %d of %zu pairs failed (listed in %s/summary.csv)\n", failed, n, out_dir.c_str());
+    return kSomePairsFailed;
+  }
+  return kOk;
+}
+
+}  // namespace autoreg::apps

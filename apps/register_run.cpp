@@ -1,0 +1,184 @@
+#include "register_run.h"
+
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <c10/core/GradMode.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <unistd.h>
+
+#include "autoreg/io/field.h"
+#include "autoreg/io/grid.h"
+#include "autoreg/io/mapped.h"
+#include "autoreg/io/transform.h"
+#include "autoreg/registration/metrics.h"
+
+namespace autoreg::apps {
+namespace {
+
+std::string describe(const io::Geometry& g) {
+  char buf[256];
+  std::snprintf(buf, sizeof buf, "%ld×%ld×%ld voxels of %.3g×%.3g×%.3g mm, origin (%.1f, %.1f, %.1f)",
+                long(g.size[0]), long(g.size[1]), long(g.size[2]), g.spacing[0], g.spacing[1],
+                g.spacing[2], g.origin[0], g.origin[1], g.origin[2]);
+  return buf;
+}
+
+// The moving label map on its image's grid: as it is when it is on that grid; otherwise
+// an error, or with --force a nearest-neighbour resampling (with a warning).
+io::Volume moving_labels_on_grid(const RegisterParams& p, const io::Geometry& image_grid) {
+  io::Volume labels = io::read_volume(p.moving_labels, io::PixelKind::Labels);
+  if (io::same_grid(labels.geometry, image_grid)) return labels;
+  const std::string what = p.moving_labels + ": not on the grid of its image " + p.moving + " (" +
+                           describe(labels.geometry) + " against " + describe(image_grid) + ")";
+  if (!p.force) throw io::IoError(what + "; rerun with --force to resample it by nearest neighbour");
+  std::fprintf(stderr, "warning: %s; resampling it by nearest neighbour (--force)\n", what.c_str());
+  return io::resample(labels, image_grid, io::Resampling::Nearest);
+}
+
+// A warning when the two volumes' physical extents differ by more than 2× along an
+// axis (sorted, so that orientation does not matter): a wrong header spacing, or not
+// the same anatomy.
+void warn_on_extents(const RegisterParams& p, const io::Geometry& f, const io::Geometry& m) {
+  std::array<double, 3> ef{}, em{};
+  for (int a = 0; a < 3; ++a) {
+    ef[a] = double(f.size[a]) * f.spacing[a];
+    em[a] = double(m.size[a]) * m.spacing[a];
+  }
+  std::sort(ef.begin(), ef.end());
+  std::sort(em.begin(), em.end());
+  for (int a = 0; a < 3; ++a) {
+    const double ratio = std::max(ef[a], em[a]) / std::max(1e-9, std::min(ef[a], em[a]));
+    if (ratio > 2.0) {
+      std::fprintf(stderr,
+                   "warning: %s (%.0f×%.0f×%.0f mm) and %s (%.0f×%.0f×%.0f mm) cover very "
+                   "different physical extents; check that they show the same anatomy and that "
+                   "their headers' spacing is right\n",
+                   p.fixed.c_str(), ef[0], ef[1], ef[2], p.moving.c_str(), em[0], em[1], em[2]);
+      return;
+    }
+  }
+}
+
+// Writes the outputs; if one fails, removes those already written by this run.
+class Outputs {
+ public:
+  template <typename Write>
+  void write(const std::string& path, Write&& write) {
+    try {
+      write();
+      written_.push_back(path);
+    } catch (...) {
+      std::error_code ec;
+      for (const auto& w : written_) std::filesystem::remove(w, ec);
+      throw;
+    }
+  }
+
+ private:
+  std::vector<std::string> written_;
+};
+
+}  // namespace
+
+PairInputs read_pair_inputs(const RegisterParams& p) {
+  PairInputs in;
+  in.fixed = io::read_volume(p.fixed);
+  in.moving = io::read_volume(p.moving);
+  if (!p.moving_labels.empty()) in.moving_labels = moving_labels_on_grid(p, in.moving.geometry);
+  if (!p.fixed_labels.empty()) {
+    in.fixed_labels = io::read_volume(p.fixed_labels, io::PixelKind::Labels);
+    if (!io::same_grid(in.fixed_labels.geometry, in.fixed.geometry)) {
+      throw io::IoError(p.fixed_labels + ": not on the grid of its image " + p.fixed + " (" +
+                        describe(in.fixed_labels.geometry) + " against " + describe(in.fixed.geometry) + ")");
+    }
+  }
+  if (!p.fixed_orientation.empty()) {
+    in.fixed.geometry = io::with_orientation(in.fixed.geometry, p.fixed_orientation);
+    in.fixed_labels.geometry = in.fixed.geometry;
+  }
+  if (!p.moving_orientation.empty()) {
+    in.moving.geometry = io::with_orientation(in.moving.geometry, p.moving_orientation);
+    in.moving_labels.geometry = in.moving.geometry;
+  }
+  warn_on_extents(p, in.fixed.geometry, in.moving.geometry);
+  return in;
+}
+
+nlohmann::json register_inputs(RegisterParams p, PairInputs in, pipeline::StageTimes& times) {
+  const bool tty = ::isatty(fileno(stderr));
+  auto progress = [tty](const char* stage, const std::vector<int64_t>& iterations) {
+    return [tty, stage, iterations](int level, int64_t it, double loss) {
+      const int64_t total = iterations[level];
+      if (tty && (it % 10 == 0 || it + 1 == total)) {
+        std::fprintf(stderr, "\r%-10s level %d/%zu  step %4ld/%ld  loss %.5f   ", stage, level + 1,
+                     iterations.size(), long(it + 1), long(total), loss);
+        if (it + 1 == total) std::fprintf(stderr, "\n");
+      }
+    };
+  };
+  p.options.affine.progress = progress("affine", p.options.affine.iterations);
+  p.options.deformable.progress =
+      progress(p.options.model ? "refine" : "deformable", pipeline::deformable_levels(p.options));
+  // The fixed voxels are handed over (only its grid is needed after); the moving ones are
+  // kept for the warped output.
+  const pipeline::PairResult r =
+      pipeline::register_pair({std::move(in.fixed.data), in.fixed.geometry}, in.moving, p.options, &times);
+
+  c10::AutoGradMode no_grad(false);
+  const io::Volume warped{io::sample_mapped(in.moving, in.fixed.geometry, at::Tensor(), r.displacement), in.fixed.geometry};
+  io::Volume warped_labels;
+  if (!p.out_labels.empty()) {
+    warped_labels = {io::sample_mapped(in.moving_labels, in.fixed.geometry, at::Tensor(), r.displacement), in.fixed.geometry};
+  }
+  times.lap("warp");
+  Outputs outputs;
+  outputs.write(p.out_warped, [&] { io::write_volume(p.out_warped, warped); });
+  outputs.write(p.out_field, [&] { io::write_displacement_field(p.out_field, r.displacement, in.fixed.geometry); });
+  if (!p.out_labels.empty()) {
+    outputs.write(p.out_labels, [&] { io::write_volume(p.out_labels, warped_labels); });
+  }
+  if (!p.out_affine.empty()) {
+    outputs.write(p.out_affine, [&] { io::write_affine(p.out_affine, r.affine); });
+  }
+  times.lap("write");
+  const auto j = registration::jacobian_stats(r.displacement);
+  times.lap("jacobian");
+  const double dice = in.fixed_labels.data.defined() && warped_labels.data.defined()
+                          ? registration::mean_dice_over_reference(in.fixed_labels.data, warped_labels.data)
+                          : std::nan("");
+  nlohmann::json stages = nlohmann::json::object();
+  double seconds = 0;
+  for (const auto& [stage, s] : times.seconds()) {
+    stages[stage] = s;
+    seconds += s;
+  }
+  nlohmann::json stage_peaks = nlohmann::json::object();
+  for (const auto& [stage, mib] : times.peak_mib()) stage_peaks[stage] = mib;
+  nlohmann::json affine = nlohmann::json::array();
+  for (int64_t row = 0; row < 4; ++row) {
+    affine.push_back(std::vector<double>(r.affine[row].data_ptr<double>(),
+                                         r.affine[row].data_ptr<double>() + 4));
+  }
+  return {{"fixed", p.fixed},
+          {"moving", p.moving},
+          {"out_warped", p.out_warped},
+          {"out_field", p.out_field},
+          {"affine_lps", affine},
+          {"seconds", seconds},
+          {"stage_seconds", stages},
+          {"stage_peak_memory_mib", stage_peaks},
+          {"peak_memory_mib", pipeline::peak_resident_mib()},
+          {"threads", at::get_num_threads()},
+          {"device", p.options.device},
+          {"model", p.model},
+          {"non_positive_jacobian_percent", j.non_positive_percent},
+          {"log_jacobian_std", j.log_std},
+          {"dice", std::isfinite(dice) ? nlohmann::json(dice) : nlohmann::json()}};
+}
+
+
+}  // namespace autoreg::apps
