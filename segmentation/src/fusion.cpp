@@ -4,6 +4,7 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <stdexcept>
@@ -107,6 +108,11 @@ int32_t vote(const int32_t* l, const double* w, int n) {
   return best;
 }
 
+// An image's centre and the ε of its local normalisation (local_stats.h).
+struct Scale {
+  double center, eps;
+};
+
 // Planes per slab so that one slab's working tensors stay near 256 MB.
 int64_t slab_planes(const Options& o, int64_t d, int64_t plane, int64_t atlases) {
   if (o.slab_planes > 0) return std::min(o.slab_planes, d);
@@ -115,10 +121,10 @@ int64_t slab_planes(const Options& o, int64_t d, int64_t plane, int64_t atlases)
   return std::clamp<int64_t>((int64_t(256) << 20) / bytes_per_plane, 1, d);
 }
 
-}  // namespace
-
-Fused fuse(const at::Tensor& target_in, const Atlases& atlases, const Options& o) {
-  check_inputs(target_in, atlases, o);
+// The fusion of a block (the whole volume, or the box where the atlases disagree with a
+// margin), each image normalised with its whole image's scale.
+Fused fuse_block(const at::Tensor& target_in, const Atlases& atlases, const std::vector<Scale>& scales,
+                 const Scale& target_scale, const Options& o) {
   const int n = int(atlases.images.size());
   const int64_t depth = target_in.size(0), plane = target_in.size(1) * target_in.size(2);
   const int r = o.method == Method::Majority ? 0 : o.patch_radius;
@@ -131,19 +137,6 @@ Fused fuse(const at::Tensor& target_in, const Atlases& atlases, const Options& o
   int32_t* labels_out = out.labels.data_ptr<int32_t>();
   std::atomic<int64_t> unanimous{0};
 
-  // Each image's centre and ε for its local normalisation, from the whole image (so that
-  // every slab uses the same).
-  struct Scale {
-    double center, eps;
-  };
-  const auto scale_of = [](const at::Tensor& x) {
-    return Scale{x.mean().item<double>(), 0.01 * (x.max() - x.min()).item<double>() + 1e-12};
-  };
-  std::vector<Scale> scales;
-  if (o.method != Method::Majority) {
-    for (const auto& image : atlases.images) scales.push_back(scale_of(image.to(at::kFloat)));
-  }
-  const Scale target_scale = scale_of(target);
   const int64_t step = slab_planes(o, depth, plane, n);
   for (int64_t z0 = 0; z0 < depth; z0 += step) {
     const int64_t z1 = std::min(depth, z0 + step);
@@ -232,6 +225,62 @@ Fused fuse(const at::Tensor& target_in, const Atlases& atlases, const Options& o
     });
   }
   out.unanimous = unanimous;
+  return out;
+}
+
+}  // namespace
+
+Fused fuse(const at::Tensor& target, const Atlases& atlases, const Options& o) {
+  check_inputs(target, atlases, o);
+  const int n = int(atlases.images.size());
+  // Each image's centre and ε for its local normalisation, from the whole image (so that
+  // every slab and block uses the same).
+  const auto scale_of = [](const at::Tensor& x) {
+    const at::Tensor f = x.to(at::kFloat);
+    return Scale{f.mean().item<double>(), 0.01 * (f.max() - f.min()).item<double>() + 1e-12};
+  };
+  std::vector<Scale> scales;
+  if (o.method != Method::Majority) {
+    for (const auto& image : atlases.images) scales.push_back(scale_of(image));
+  }
+  const Scale target_scale = o.method != Method::Majority ? scale_of(target) : Scale{0, 1};
+  // Only the box where the atlases disagree needs weights (a head volume is mostly
+  // air, where they all say 0), with a margin of 2r: the patches of its voxels and the
+  // local normalisation of theirs. Voxels outside it are unanimous.
+  const at::Tensor first = atlases.labels[0].to(at::kInt);
+  at::Tensor differ = at::zeros(target.sizes(), at::kBool);
+  for (size_t a = 1; a < atlases.labels.size(); ++a) differ.logical_or_(atlases.labels[a].to(at::kInt).ne(first));
+  Fused out;
+  out.labels = first.contiguous().clone();
+  if (o.keep_weights) out.weights = at::full({n, target.size(0), target.size(1), target.size(2)}, 1.0 / n, at::kFloat);
+  out.unanimous = target.numel();
+  if (!differ.any().item<bool>()) return out;
+  if (!o.crop) differ.fill_(true);
+  const int64_t margin = o.method == Method::Majority ? 0 : 2 * int64_t(o.patch_radius);
+  std::array<int64_t, 3> lo{}, hi{};
+  for (int64_t d = 0; d < 3; ++d) {
+    std::vector<int64_t> others;
+    for (int64_t e = 0; e < 3; ++e) {
+      if (e != d) others.push_back(e);
+    }
+    const at::Tensor along = differ.any(others[1]).any(others[0]).nonzero();
+    lo[d] = std::max<int64_t>(0, along.min().item<int64_t>() - margin);
+    hi[d] = std::min<int64_t>(target.size(d), along.max().item<int64_t>() + 1 + margin);
+  }
+  const auto crop = [&](const at::Tensor& x) {
+    return x.slice(0, lo[0], hi[0]).slice(1, lo[1], hi[1]).slice(2, lo[2], hi[2]);
+  };
+  Atlases box;
+  for (size_t a = 0; a < atlases.images.size(); ++a) {
+    box.images.push_back(crop(atlases.images[a]));
+    box.labels.push_back(crop(atlases.labels[a]));
+  }
+  const Fused inner = fuse_block(crop(target), box, scales, target_scale, o);
+  crop(out.labels).copy_(inner.labels);
+  if (o.keep_weights) {
+    out.weights.slice(1, lo[0], hi[0]).slice(2, lo[1], hi[1]).slice(3, lo[2], hi[2]).copy_(inner.weights);
+  }
+  out.unanimous = target.numel() - inner.labels.numel() + inner.unanimous;
   return out;
 }
 

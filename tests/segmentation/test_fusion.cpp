@@ -143,6 +143,30 @@ TEST(Fusion, SlabsGiveTheOneBlockResult) {
   }
 }
 
+TEST(Fusion, OnlyTheBoxWhereAtlasesDisagreeIsComputedWithTheSameResult) {
+  at::manual_seed(6);
+  const std::vector<int64_t> size{20, 18, 16};
+  const at::Tensor target = at::rand(size);
+  Atlases a;
+  for (int k = 0; k < 4; ++k) {
+    a.images.push_back(target + 0.2 * at::randn(size));
+    at::Tensor l = at::ones(size, at::kInt);  // all agree on 1 but in a small box
+    l.slice(0, 6, 11).slice(1, 5, 9).slice(2, 7, 12).copy_(at::randint(0, 4, {5, 4, 5}, at::kInt));
+    a.labels.push_back(l);
+  }
+  for (Method m : {Method::Majority, Method::Weighted, Method::Jlf}) {
+    Options o;
+    o.method = m;
+    o.keep_weights = true;
+    const Fused box = fuse(target, a, o);
+    o.crop = false;
+    const Fused whole = fuse(target, a, o);
+    EXPECT_TRUE(at::equal(box.labels, whole.labels)) << to_string(m);
+    EXPECT_TRUE(at::allclose(box.weights, whole.weights, 1e-5, 1e-6)) << to_string(m);
+    EXPECT_EQ(box.unanimous, whole.unanimous) << to_string(m);
+  }
+}
+
 TEST(Fusion, ProbabilitiesOfAllLabelsSumToOne) {
   at::manual_seed(5);
   const std::vector<int64_t> size{8, 8, 8};

@@ -21,7 +21,8 @@
 // tie goes to the smallest label among the tied; label 0 is a label like any other
 // (background), so a voxel no atlas labels stays 0.
 //
-// Memory does not grow with labels × atlases × voxels: the volume is processed in slabs
+// Work is done only in the box where the atlases disagree (most of a head volume is air,
+// where they all say 0). Memory does not grow with labels × atlases × voxels: it is processed in slabs
 // of planes along D (with a halo of r planes), and per voxel only the atlases' own labels
 // are scored. Weights for the whole volume (atlases × voxels) are kept only on request,
 // for per-label probabilities. Slabs run in parallel (at::parallel_for).
@@ -50,6 +51,8 @@ struct Options {
   bool normalise = true;        // compare local z-scores (false: the intensities as given)
   bool keep_weights = false;    // keep every atlas's weight at every voxel (for probability())
   int64_t slab_planes = 0;      // planes per slab; 0: chosen for ~256 MB of working memory
+  bool crop = true;             // compute only in the box where the atlases disagree (+ 2r);
+                                // the result is the same, false is for tests
 };
 
 // The atlases on the target's grid: images D×H×W (float; intensities need not match the
