@@ -67,4 +67,17 @@ inline registration::Genotype read_genotype_option(const std::string& path) {
   }
 }
 
+// A volume file's name without its folder and extension: "a/oasis01_t1.nii.gz" →
+// "oasis01_t1" (names outputs after inputs).
+inline std::string file_stem(const std::string& path) {
+  std::string name = path.substr(path.find_last_of('/') + 1);
+  for (const std::string ext : {".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".nhdr"}) {
+    if (name.size() > ext.size() && name.compare(name.size() - ext.size(), ext.size(), ext) == 0) {
+      return name.substr(0, name.size() - ext.size());
+    }
+  }
+  const size_t dot = name.find_last_of('.');
+  return dot == std::string::npos || dot == 0 ? name : name.substr(0, dot);
+}
+
 }  // namespace autoreg::apps

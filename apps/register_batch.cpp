@@ -13,23 +13,13 @@
 #include "autoreg/io/manifest.h"
 #include "autoreg/registration/model_file.h"
 #include "exit_codes.h"
+#include "options.h"
 #include "text_file.h"
 
 namespace autoreg::apps {
 namespace {
 
 namespace fs = std::filesystem;
-
-// "oasis01_t1.nii.gz" → "oasis01_t1".
-std::string stem(const std::string& path) {
-  std::string name = fs::path(path).filename().string();
-  for (const std::string ext : {".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".nhdr"}) {
-    if (name.size() > ext.size() && name.compare(name.size() - ext.size(), ext.size(), ext) == 0) {
-      return name.substr(0, name.size() - ext.size());
-    }
-  }
-  return fs::path(name).stem().string();
-}
 
 struct Pair {
   RegisterParams params;
@@ -57,7 +47,7 @@ std::vector<Pair> read_pairs(const RegisterParams& base, const std::string& csv,
     if (p.fixed.empty() || p.moving.empty()) {
       throw io::IoError(csv + ":" + std::to_string(row.line) + ": a pair needs a fixed and a moving image");
     }
-    pair.name = stem(p.moving) + "_to_" + stem(p.fixed);
+    pair.name = file_stem(p.moving) + "_to_" + file_stem(p.fixed);
     if (!names.insert(pair.name).second) pair.name += "_line" + std::to_string(row.line);
     const std::string out = (fs::path(dir) / pair.name).string();
     p.out_warped = out + "_warped.nii.gz";

@@ -55,18 +55,6 @@ std::vector<pipeline::AtlasFiles> read_atlases(const std::string& path) {
   return atlases;
 }
 
-// "oasis01_t1.nii.gz" → "oasis01_t1".
-std::string stem(const std::string& path) {
-  std::string name = fs::path(path).filename().string();
-  for (const char* ext : {".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".nhdr"}) {
-    const std::string e = ext;
-    if (name.size() > e.size() && name.compare(name.size() - e.size(), e.size(), e) == 0) {
-      return name.substr(0, name.size() - e.size());
-    }
-  }
-  return fs::path(name).stem().string();
-}
-
 // A folder for outputs: made when missing; an existing file is refused.
 void make_output_folder(const std::string& option, const std::string& dir) {
   std::error_code ec;
@@ -94,7 +82,7 @@ nlohmann::json run(SegmentParams p) {
     p.options.on_atlas = [&](size_t i, const io::Volume& image, const io::Volume& labels, const at::Tensor&) {
       char prefix[32];
       std::snprintf(prefix, sizeof prefix, "atlas%02zu_", i + 1);
-      const std::string name = prefix + stem(atlases[i].image);
+      const std::string name = prefix + file_stem(atlases[i].image);
       io::write_volume(p.out_warped_dir + "/" + name + ".nii.gz", image);
       io::write_volume(p.out_warped_dir + "/" + name + "_labels.nii.gz", labels);
       warped_csv += name + ".nii.gz," + name + "_labels.nii.gz\n";

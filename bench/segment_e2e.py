@@ -68,9 +68,11 @@ def register(args):
         print(json.dumps(row), flush=True)
 
 
-SETTINGS = {"majority": [[]], "weighted": [["--power", p, "--patch-radius", r] for p in ("1", "2", "4") for r in ("1", "2", "3")],
-            "jlf": [["--beta", b, "--alpha", a, "--patch-radius", r] for b in ("1", "2", "4") for a in ("0.01", "0.1", "1")
-                    for r in ("1", "2", "3")]}
+# The settings tried on the validation targets (--grid) when choosing the defaults.
+SETTINGS = {"majority": [[]],
+            "weighted": [["--power", p, "--patch-radius", r] for p in ("1", "2", "3") for r in ("1", "2")],
+            "jlf": [["--beta", b, "--alpha", "0.1", "--patch-radius", r] for b in ("1", "2", "4") for r in ("1", "2")]
+            + [["--beta", "2", "--alpha", a, "--patch-radius", "2"] for a in ("0.01", "1")]}
 
 
 def fuse(args):

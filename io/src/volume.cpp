@@ -153,8 +153,8 @@ std::string gib(long double bytes) {
   return buf;
 }
 
-// Refuses a header whose voxels would take more than max_volume_bytes() (computed in long
-// double: a corrupt header's sizes overflow 64 bits).
+// Refuses a header of no voxels, or whose voxels would take more than max_volume_bytes()
+// (computed in long double: a corrupt header's sizes overflow 64 bits).
 void check_declared_size(const std::string& path, const itk::ImageIOBase& header) {
   long double voxels = 1;
   std::string dims;
@@ -162,6 +162,7 @@ void check_declared_size(const std::string& path, const itk::ImageIOBase& header
     voxels *= static_cast<long double>(header.GetDimensions(a));
     dims += (a ? "×" : "") + std::to_string(header.GetDimensions(a));
   }
+  if (voxels == 0) fail(path, "declares " + dims + " voxels: an image with no voxels");  // (fuzz_volume: null buffer)
   const long double bytes = voxels * header.GetNumberOfComponents() *
                             std::max<long double>(4, header.GetComponentSize());
   const uint64_t limit = max_volume_bytes();

@@ -76,6 +76,19 @@ class Cli : public ::testing::Test {
     io::write_displacement_field(path("field.nii.gz"), field_, grid_);
   }
   void TearDown() override { fs::remove_all(dir_); }
+  // sN.nii.gz and sN_seg.nii.gz for N < n: sphere_subject(N) on `g` (24×22×20 voxels of
+  // 1.0×1.1×1.2 mm by default).
+  void write_sphere_subjects(int n, io::Geometry g = {}) const {
+    if (g.size[0] == 0) {
+      g.size = {24, 22, 20};
+      g.spacing = {1.0, 1.1, 1.2};
+    }
+    for (int s = 0; s < n; ++s) {
+      const auto [image, labels] = sphere_subject(s, /*ramp=*/true);
+      io::write_volume(path("s" + std::to_string(s) + ".nii.gz"), {image, g});
+      io::write_volume(path("s" + std::to_string(s) + "_seg.nii.gz"), {labels, g});
+    }
+  }
   std::string path(const std::string& n) const { return (dir_ / n).string(); }
   fs::path dir_;
   io::Geometry grid_;

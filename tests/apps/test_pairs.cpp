@@ -18,13 +18,7 @@ class Pairs : public Cli {
  protected:
   void SetUp() override {
     Cli::SetUp();
-    io::Geometry g;
-    g.size = {24, 22, 20};
-    for (int s = 0; s < 4; ++s) {
-      const auto [image, labels] = sphere_subject(s, /*ramp=*/true);
-      io::write_volume(path("s" + std::to_string(s) + ".nii.gz"), {image, g});
-      io::write_volume(path("s" + std::to_string(s) + "_seg.nii.gz"), {labels, g});
-    }
+    write_sphere_subjects(4);
     std::ofstream(path("pairs.csv")) << "fixed,moving,moving_labels,fixed_labels\n"
                                         "s0.nii.gz,s1.nii.gz,s1_seg.nii.gz,s0_seg.nii.gz\n"
                                         "s0.nii.gz,nope.nii.gz,,\n"

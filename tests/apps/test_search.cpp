@@ -22,14 +22,7 @@ class Search : public Cli {
  protected:
   void SetUp() override {
     Cli::SetUp();
-    io::Geometry g;
-    g.size = {24, 22, 20};
-    g.spacing = {1.0, 1.1, 1.2};
-    for (int s = 0; s < 5; ++s) {
-      const auto [image, labels] = sphere_subject(s, /*ramp=*/true);
-      io::write_volume(path("s" + std::to_string(s) + ".nii.gz"), {image, g});
-      io::write_volume(path("s" + std::to_string(s) + "_seg.nii.gz"), {labels, g});
-    }
+    write_sphere_subjects(5);
     manifest("data.csv", {"train", "train", "train", "val", "val"});
   }
   void manifest(const std::string& name, const std::vector<std::string>& splits, const std::string& extra = "") {

@@ -20,17 +20,9 @@ class Segment : public Cli {
  protected:
   void SetUp() override {
     Cli::SetUp();
-    io::Geometry g;
-    g.size = {24, 22, 20};
-    g.spacing = {1.0, 1.1, 1.2};
-    std::ofstream csv(path("atlases.csv"));
-    csv << "image,labels\n";
-    for (int s = 0; s < 5; ++s) {
-      const auto [image, labels] = sphere_subject(s, /*ramp=*/true);
-      io::write_volume(path("s" + std::to_string(s) + ".nii.gz"), {image, g});
-      io::write_volume(path("s" + std::to_string(s) + "_seg.nii.gz"), {labels, g});
-      if (s != 2) csv << "s" << s << ".nii.gz,s" << s << "_seg.nii.gz\n";
-    }
+    write_sphere_subjects(5);
+    std::ofstream(path("atlases.csv")) << "image,labels\ns0.nii.gz,s0_seg.nii.gz\ns1.nii.gz,s1_seg.nii.gz\n"
+                                          "s3.nii.gz,s3_seg.nii.gz\ns4.nii.gz,s4_seg.nii.gz\n";
   }
   std::string segment(const std::string& more) const {
     return "segment --atlases " + path("atlases.csv") + " --target " + path("s2.nii.gz") + " --target-labels " +
