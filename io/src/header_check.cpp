@@ -36,8 +36,12 @@ void check_nifti(const std::string& path) {
   if (got < int(sizeof h)) return;  // ITK says what is wrong with a short or foreign file
   int32_t size;
   std::memcpy(&size, h, 4);
-  const bool swap = size != 348;
-  if (swap && __builtin_bswap32(uint32_t(size)) != 348) return;  // not NIfTI-1 (NIfTI-2: ITK)
+  // NIfTI-2 (540) is left to ITK. Anything else is read as NIfTI-1: ITK's nifti library
+  // reads some headers whose sizeof_hdr is neither (fuzz_volume: 0xFE00015C), and a
+  // .nii that is not NIfTI at all is refused either way.
+  const uint32_t swapped = __builtin_bswap32(uint32_t(size));
+  if (size == 540 || swapped == 540) return;
+  const bool swap = size != 348 && swapped == 348;
   const auto number = [&](size_t at) {
     uint32_t bits;
     std::memcpy(&bits, h + at, 4);
@@ -46,22 +50,28 @@ void check_nifti(const std::string& path) {
     std::memcpy(&v, &bits, 4);
     return v;
   };
+  // Each field with the largest magnitude a real header can hold: spacings and matrix
+  // entries (mm per voxel) up to 10⁶, quaternion components up to 10³ (a unit quaternion's
+  // are at most 1), offsets up to 10¹⁰ mm. Beyond, or subnormal, is corruption, and the
+  // orientation ITK derives from it overflows float or makes VNL's SVD iterate for minutes
+  // (fuzz_volume: a quatern_b of 3.6e-41).
   struct Field {
     const char* name;
     size_t at, count;
+    float max;
   };
-  for (const Field& fd : {Field{"pixdim", 76, 8}, Field{"quatern_b/c/d and qoffset_x/y/z", 256, 6},
-                          Field{"srow_x/y/z", 280, 12}}) {
+  for (const Field& fd : {Field{"pixdim", 80, 7, 1e6f}, Field{"quatern_b/c/d", 256, 3, 1e3f},
+                          Field{"qoffset_x/y/z", 268, 3, 1e10f}, Field{"srow_x/y/z", 280, 12, 1e6f}}) {
     for (size_t i = 0; i < fd.count; ++i) {
       const float v = number(fd.at + 4 * i);
       if (!std::isfinite(v)) fail(path, std::string("NIfTI header has a non-finite number in ") + fd.name);
-      // Subnormal or astronomically large geometry numbers are corruption, and VNL's SVD
-      // of such an orientation iterates for minutes (fuzz_volume: a quatern_b of 3.6e-41).
-      if ((v != 0 && std::fpclassify(v) == FP_SUBNORMAL) || std::abs(v) > 1e20f) {
+      const bool offset = fd.at == 280 && i % 4 == 3;  // srow_*[3]: the origin
+      if ((v != 0 && std::fpclassify(v) == FP_SUBNORMAL) || std::abs(v) > (offset ? 1e10f : fd.max)) {
         fail(path, std::string("NIfTI header has an impossible number in ") + fd.name + " (" + std::to_string(v) + ")");
       }
     }
   }
+  if (!std::isfinite(number(76))) fail(path, "NIfTI header has a non-finite number in pixdim");  // qfac
 }
 
 // The compressed voxels of a MetaImage (`bytes` bytes of `file` from `offset`; all of
