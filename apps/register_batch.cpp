@@ -119,11 +119,8 @@ double since(std::chrono::steady_clock::time_point t) {
 
 int run_pairs(RegisterParams base, const std::string& pairs_csv, const std::string& out_dir, bool resume) {
   const auto start = std::chrono::steady_clock::now();
-  std::error_code ec;
-  if (fs::exists(out_dir, ec) && !fs::is_directory(out_dir, ec)) throw io::IoError(out_dir + ": --out-dir is a file, not a folder");
   std::vector<Pair> pairs = read_pairs(base, pairs_csv, out_dir);
-  fs::create_directories(out_dir, ec);
-  if (ec) throw io::IoError(out_dir + ": cannot create the folder (" + ec.message() + ")");
+  make_output_folder("--out-dir", out_dir);
   if (!base.model.empty()) base.options.model = std::make_shared<registration::Model>(registration::load_model(base.model));
   for (auto& pair : pairs) pair.params.options.model = base.options.model;
 

@@ -55,14 +55,6 @@ std::vector<pipeline::AtlasFiles> read_atlases(const std::string& path) {
   return atlases;
 }
 
-// A folder for outputs: made when missing; an existing file is refused.
-void make_output_folder(const std::string& option, const std::string& dir) {
-  std::error_code ec;
-  if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) throw io::IoError(dir + ": " + option + " is a file, not a folder");
-  fs::create_directories(dir, ec);
-  if (ec) throw io::IoError(dir + ": cannot create the folder (" + ec.message() + ")");
-}
-
 nlohmann::json run(SegmentParams p) {
   const auto t0 = std::chrono::steady_clock::now();
   io::check_output(p.out);

@@ -245,12 +245,12 @@ double mean_dice(const at::Tensor& a, const at::Tensor& b) {
 double mean_dice_over_reference(const at::Tensor& reference, const at::Tensor& other) {
   const at::Tensor a = reference.reshape({-1}).to(at::kInt).contiguous(), b = other.reshape({-1}).to(at::kInt).contiguous();
   TORCH_CHECK(a.numel() == b.numel(), "mean_dice_over_reference: the maps differ in size");
-  const std::vector<int64_t> labels = labels_present(a, a);
-  if (labels.empty()) return std::numeric_limits<double>::quiet_NaN();
   const int64_t lo = std::min(a.min().item<int64_t>(), b.min().item<int64_t>());
   const int64_t hi = std::max(a.max().item<int64_t>(), b.max().item<int64_t>());
   double sum = 0;
   if (hi - lo > (int64_t(1) << 24)) {  // sparse label values: label by label
+    const std::vector<int64_t> labels = labels_present(a, a);
+    if (labels.empty()) return std::numeric_limits<double>::quiet_NaN();
     for (int64_t l : labels) sum += dice(a, b, l);
     return sum / double(labels.size());
   }
@@ -264,11 +264,14 @@ double mean_dice_over_reference(const at::Tensor& reference, const at::Tensor& o
     ++in_b[size_t(pb[i] - lo)];
     both[size_t(pa[i] - lo)] += pa[i] == pb[i];
   }
-  for (int64_t l : labels) {
-    const size_t k = size_t(l - lo);
+  // The reference's labels are the values it counts (0, the background, excepted).
+  int64_t labels = 0;
+  for (size_t k = 0; k < in_a.size(); ++k) {
+    if (in_a[k] == 0 || int64_t(k) + lo == 0) continue;
     sum += 2.0 * double(both[k]) / double(in_a[k] + in_b[k]);
+    ++labels;
   }
-  return sum / double(labels.size());
+  return labels == 0 ? std::numeric_limits<double>::quiet_NaN() : sum / double(labels);
 }
 
 }  // namespace autoreg::registration
