@@ -1,4 +1,5 @@
 // autoreg apply --field D --moving X --reference R --out Y [--interpolation linear|nearest]
+//               [--qc qc.png]
 //
 // Applies a displacement field written by `autoreg register` (or by ANTs: the same
 // convention), or an affine ITK transform file, to another image or label map on any
@@ -19,6 +20,7 @@
 #include "autoreg/io/transform.h"
 #include "exit_codes.h"
 #include "options.h"
+#include "qc_picture.h"
 
 namespace autoreg::apps {
 namespace {
@@ -26,6 +28,7 @@ namespace {
 struct ApplyParams {
   std::string field, moving, reference, out, moving_orientation;
   bool labels = false;  // nearest-neighbour, integer output (for label maps)
+  std::string qc;       // optional picture: the reference with the result on it
 };
 
 bool is_affine_file(const std::string& path) {
@@ -35,7 +38,10 @@ bool is_affine_file(const std::string& path) {
 
 void apply(const ApplyParams& p) {
   io::check_output(p.out);
-  const io::Geometry grid = io::read_geometry(p.reference);
+  if (!p.qc.empty()) io::check_output(p.qc);
+  io::Volume reference;
+  if (!p.qc.empty()) reference = io::read_volume(p.reference);
+  const io::Geometry grid = p.qc.empty() ? io::read_geometry(p.reference) : reference.geometry;
   at::Tensor affine, u;
   if (is_affine_file(p.field)) {
     affine = io::read_affine(p.field);
@@ -50,7 +56,14 @@ void apply(const ApplyParams& p) {
   io::Volume moving =
       io::read_volume(p.moving, p.labels ? io::PixelKind::Labels : io::PixelKind::Intensity);
   if (!p.moving_orientation.empty()) moving.geometry = io::with_orientation(moving.geometry, p.moving_orientation);
-  io::write_volume(p.out, {io::sample_mapped(moving, grid, affine, u), grid});
+  const io::Volume warped{io::sample_mapped(moving, grid, affine, u), grid};
+  io::write_volume(p.out, warped);
+  if (!p.qc.empty()) {
+    // A label map is outlined on the reference; an image is shown beside it.
+    write_qc_picture(p.qc, {reference.data, warped.data, p.labels ? warped.data : at::Tensor(), u, grid,
+                            "autoreg apply: " + file_stem(p.moving) + " onto " + file_stem(p.reference),
+                            file_stem(p.moving) + " through " + file_stem(p.field) + " onto " + file_stem(p.reference)});
+  }
 }
 
 }  // namespace
@@ -71,13 +84,15 @@ int run_apply(int argc, char** argv) {
   TCLAP::ValueArg<std::string> moving_orientation(
       "", "moving-orientation", "override a wrong header: where the moving volume's voxel axes point, e.g. LIA (as given to register)",
       false, "", "CODE", cmd);
+  TCLAP::ValueArg<std::string> qc("", "qc", "a picture to check the result (PNG): the reference and the warped volume in three orthogonal slices, and the field's log Jacobian", false, "", "FILE.png", cmd);
   cmd.setExceptionHandling(false);
   cmd.parse(argc, argv);
 
   ApplyParams p{field.getValue(), moving.getValue(), reference.getValue(), out.getValue(),
                 checked_orientation("--moving-orientation", moving_orientation.getValue()),
-                interpolation.getValue() == "nearest"};
-  refuse_overwrite({&p.out}, {&p.field, &p.moving, &p.reference});
+                interpolation.getValue() == "nearest", qc.getValue()};
+  if (!p.qc.empty() && !ends_with_png(p.qc)) throw UsageError("--qc writes a PNG picture: give a name ending in .png");
+  refuse_overwrite({&p.out, &p.qc}, {&p.field, &p.moving, &p.reference});
   apply(p);
   std::printf("wrote %s\n", p.out.c_str());
   return kOk;

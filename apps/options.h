@@ -67,6 +67,11 @@ inline registration::Genotype read_genotype_option(const std::string& path) {
   }
 }
 
+// Whether a path names a PNG file (--qc pictures).
+inline bool ends_with_png(const std::string& path) {
+  return path.size() > 4 && (path.compare(path.size() - 4, 4, ".png") == 0 || path.compare(path.size() - 4, 4, ".PNG") == 0);
+}
+
 // A volume file's name without its folder and extension: "a/oasis01_t1.nii.gz" →
 // "oasis01_t1" (names outputs after inputs).
 inline std::string file_stem(const std::string& path) {

@@ -1,5 +1,6 @@
 // autoreg register --fixed F --moving M --out-warped W --out-field D
 //                  [--moving-labels L --out-labels WL] [--out-affine A.tfm]
+//                  [--out-inverse-field DI] [--fixed-labels FL] [--qc qc.png]
 //                  [--affine-only | --no-affine] [--similarity ncc|mse|mind]
 //                  [--regularization λ] [--iterations N1,N2] [--affine-iterations N1,N2]
 //                  [--fixed-orientation C] [--moving-orientation C]
@@ -52,7 +53,7 @@ std::vector<int64_t> parse_levels(const std::string& option, const std::string& 
 }
 
 nlohmann::json run(RegisterParams p) {
-  for (const std::string* out : {&p.out_warped, &p.out_field, &p.out_labels, &p.out_affine}) {
+  for (const std::string* out : {&p.out_warped, &p.out_field, &p.out_labels, &p.out_affine, &p.out_inverse_field, &p.qc}) {
     if (!out->empty()) io::check_output(*out);
   }
   pipeline::StageTimes times;
@@ -81,6 +82,9 @@ int run_register(int argc, char** argv) {
   TCLAP::ValueArg<std::string> moving_labels("", "moving-labels", "moving label map to warp", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> out_labels("", "out-labels", "warped label map", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> out_affine("", "out-affine", "the affine alone, as an ITK transform file (.tfm, .txt, .mat, .h5)", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> out_inverse_field("", "out-inverse-field", "the inverse map, on the moving grid (LPS mm, like --out-field): the velocities integrated backwards and the affine inverted; `autoreg apply` carries fixed-grid images onto the moving grid with it", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> qc("", "qc", "a picture to check the result (PNG): three orthogonal slices of the fixed image, the warped moving one, their checkerboard, the warped labels' outlines, the log Jacobian; with --pairs every pair gets one and index.html lists them worst first", false, "", "FILE.png", cmd);
+  TCLAP::SwitchArg inverse("", "inverse", "with --pairs: write each pair's inverse field too", cmd, false);
   TCLAP::SwitchArg affine_only("", "affine-only", "stop after the affine pre-alignment", cmd, false);
   TCLAP::SwitchArg no_affine("", "no-affine", "skip the affine pre-alignment (already aligned inputs)", cmd, false);
   std::vector<std::string> sims = {"ncc", "mse", "mind"};
@@ -112,22 +116,27 @@ int run_register(int argc, char** argv) {
   p.out_labels = out_labels.getValue();
   p.out_affine = out_affine.getValue();
   p.fixed_labels = fixed_labels.getValue();
+  p.out_inverse_field = out_inverse_field.getValue();
+  p.qc = qc.getValue();
+  if (!p.qc.empty() && !ends_with_png(p.qc)) throw UsageError("--qc writes a PNG picture: give a name ending in .png");
   const bool batch = pairs.isSet();
   if (batch) {
     for (const auto* a : std::initializer_list<const TCLAP::Arg*>{&fixed, &moving, &out_warped, &out_field, &moving_labels,
-                                                                   &out_labels, &out_affine, &fixed_labels}) {
+                                                                   &out_labels, &out_affine, &fixed_labels, &out_inverse_field, &qc}) {
       if (a->isSet()) throw UsageError("--pairs lists the pairs; --" + a->getName() + " is for one pair");
     }
     if (!out_dir.isSet()) throw UsageError("--pairs needs --out-dir");
   } else {
-    if (out_dir.isSet() || resume.isSet()) throw UsageError("--out-dir and --resume go with --pairs");
+    if (out_dir.isSet() || resume.isSet() || inverse.isSet()) {
+      throw UsageError("--out-dir, --resume and --inverse go with --pairs");
+    }
     for (const auto* a : std::initializer_list<const TCLAP::Arg*>{&fixed, &moving, &out_warped, &out_field}) {
       if (!a->isSet()) throw UsageError("--" + a->getName() + " is required (or --pairs for many pairs)");
     }
     if (p.moving_labels.empty() != p.out_labels.empty()) {
       throw UsageError("--moving-labels and --out-labels go together");
     }
-    refuse_overwrite({&p.out_warped, &p.out_field, &p.out_labels, &p.out_affine},
+    refuse_overwrite({&p.out_warped, &p.out_field, &p.out_labels, &p.out_affine, &p.out_inverse_field, &p.qc},
                      {&p.fixed, &p.moving, &p.moving_labels, &p.fixed_labels});
   }
   if (lambda.getValue() < 0) throw UsageError("--regularization must be >= 0");
@@ -162,7 +171,7 @@ int run_register(int argc, char** argv) {
   p.fixed_orientation = checked_orientation("--fixed-orientation", fixed_orientation.getValue());
   p.moving_orientation = checked_orientation("--moving-orientation", moving_orientation.getValue());
   if (threads.getValue() > 0) at::set_num_threads(threads.getValue());
-  if (batch) return run_pairs(p, pairs.getValue(), out_dir.getValue(), resume.getValue());
+  if (batch) return run_pairs(p, pairs.getValue(), out_dir.getValue(), resume.getValue(), inverse.getValue());
   const nlohmann::json summary = run(p);
   if (json.getValue()) {
     std::printf("%s\n", summary.dump(2).c_str());

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "autoreg/io/manifest.h"
+#include "autoreg/qc/picture.h"
 #include "autoreg/registration/model_file.h"
 #include "exit_codes.h"
 #include "options.h"
@@ -28,7 +29,8 @@ struct Pair {
   int line = 0;
 };
 
-std::vector<Pair> read_pairs(const RegisterParams& base, const std::string& csv, const std::string& dir) {
+std::vector<Pair> read_pairs(const RegisterParams& base, const std::string& csv, const std::string& dir,
+                             bool inverse) {
   enum { kFixed, kMoving, kMovingLabels, kFixedLabels };
   const std::vector<io::CsvRow> rows =
       io::read_csv(csv, {"fixed", "moving", "moving_labels", "fixed_labels"}, {"fixed", "moving"}, "pairs file");
@@ -53,6 +55,8 @@ std::vector<Pair> read_pairs(const RegisterParams& base, const std::string& csv,
     p.out_warped = out + "_warped.nii.gz";
     p.out_field = out + "_field.nii.gz";
     p.out_labels = p.moving_labels.empty() ? "" : out + "_labels.nii.gz";
+    p.out_inverse_field = inverse ? out + "_inverse_field.nii.gz" : "";
+    p.qc = out + "_qc.png";
     pair.report = out + ".json";
     pairs.push_back(pair);
   }
@@ -62,7 +66,8 @@ std::vector<Pair> read_pairs(const RegisterParams& base, const std::string& csv,
 // A pair whose summary and outputs are all there (outputs are renamed into place whole,
 // the summary after them).
 bool complete(const Pair& pair) {
-  for (const std::string* f : {&pair.report, &pair.params.out_warped, &pair.params.out_field, &pair.params.out_labels}) {
+  for (const std::string* f : {&pair.report, &pair.params.out_warped, &pair.params.out_field, &pair.params.out_labels,
+                               &pair.params.out_inverse_field, &pair.params.qc}) {
     std::error_code ec;
     if (!f->empty() && !fs::is_regular_file(*f, ec)) return false;
   }
@@ -111,15 +116,37 @@ std::string summary_csv(const nlohmann::json& rows) {
   return text;
 }
 
+// index.html: every pair's picture beside its figures, worst first.
+void write_index(const std::string& path, const nlohmann::json& rows, const std::string& pairs_csv) {
+  const auto number = [](const nlohmann::json& r, const char* key) {
+    return r.contains(key) && r[key].is_number() ? r[key].get<double>() : qc::kNoValue;
+  };
+  std::vector<qc::IndexRow> index;
+  for (const auto& r : rows) {
+    qc::IndexRow row;
+    row.name = r["pair"].get<std::string>();
+    const bool ok = r["status"] != "failed";
+    row.status = ok ? "ok" : "failed";
+    row.picture = ok ? row.name + "_qc.png" : "";
+    row.error = r.value("error", "");
+    row.dice = number(r, "dice");
+    row.folding_percent = number(r, "non_positive_jacobian_percent");
+    row.seconds = number(r, "seconds");
+    index.push_back(row);
+  }
+  qc::write_index_html(path, index, "autoreg register --pairs " + pairs_csv);
+}
+
 double since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
 }  // namespace
 
-int run_pairs(RegisterParams base, const std::string& pairs_csv, const std::string& out_dir, bool resume) {
+int run_pairs(RegisterParams base, const std::string& pairs_csv, const std::string& out_dir, bool resume,
+              bool inverse) {
   const auto start = std::chrono::steady_clock::now();
-  std::vector<Pair> pairs = read_pairs(base, pairs_csv, out_dir);
+  std::vector<Pair> pairs = read_pairs(base, pairs_csv, out_dir, inverse);
   make_output_folder("--out-dir", out_dir);
   if (!base.model.empty()) base.options.model = std::make_shared<registration::Model>(registration::load_model(base.model));
   for (auto& pair : pairs) pair.params.options.model = base.options.model;
@@ -165,7 +192,8 @@ int run_pairs(RegisterParams base, const std::string& pairs_csv, const std::stri
         ahead_index = next_to_read(i + 1);
         if (ahead_index < n) ahead = std::async(std::launch::async, read, pairs[ahead_index].params);
         times.lap("read");  // the wait for it; it was read in r.seconds beside the previous pair
-        for (const std::string* out : {&pair.params.out_warped, &pair.params.out_field, &pair.params.out_labels}) {
+        for (const std::string* out : {&pair.params.out_warped, &pair.params.out_field, &pair.params.out_labels,
+                                       &pair.params.out_inverse_field, &pair.params.qc}) {
           if (!out->empty()) io::check_output(*out);
         }
         row = register_inputs(pair.params, std::move(r.inputs), times);
@@ -199,6 +227,7 @@ int run_pairs(RegisterParams base, const std::string& pairs_csv, const std::stri
                                   {"peak_memory_mib", pipeline::peak_resident_mib()}};
   write_text_atomically((fs::path(out_dir) / "summary.json").string(), summary.dump(1) + "\n");
   write_text_atomically((fs::path(out_dir) / "summary.csv").string(), summary_csv(rows));
+  write_index((fs::path(out_dir) / "index.html").string(), rows, pairs_csv);
   std::printf("%d of %zu pairs registered in %.1f s (%d done before), %d failed; summary in %s/summary.csv\n", done, n,
               since(start), skipped, failed, out_dir.c_str());
   if (failed > 0) {

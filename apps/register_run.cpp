@@ -15,6 +15,8 @@
 #include "autoreg/io/mapped.h"
 #include "autoreg/io/transform.h"
 #include "autoreg/registration/metrics.h"
+#include "options.h"
+#include "qc_picture.h"
 
 namespace autoreg::apps {
 namespace {
@@ -82,6 +84,43 @@ class Outputs {
   std::vector<std::string> written_;
 };
 
+// The median and 95th percentile of a per-voxel error over the voxels of `mask`.
+std::pair<double, double> median_and_p95(const at::Tensor& error, const at::Tensor& mask) {
+  const at::Tensor inside = error.masked_select(mask).to(at::kDouble);
+  if (inside.numel() == 0) return {std::nan(""), std::nan("")};
+  const at::Tensor sorted = std::get<0>(inside.sort());
+  const auto at_fraction = [&](double q) {
+    return sorted[std::min<int64_t>(sorted.numel() - 1, int64_t(q * double(sorted.numel())))].item<double>();
+  };
+  return {at_fraction(0.5), at_fraction(0.95)};
+}
+
+// How well the inverse undoes the forward map: the round trip's error in mm inside the
+// fixed image's brain (its labels > 0 when given, else voxels above 10 % of its robust
+// range), and with both label maps the fixed labels carried onto the moving grid by the
+// inverse, scored against the moving labels.
+nlohmann::json inverse_summary(const PairInputs& in, const pipeline::PairResult& r, const at::Tensor& warped) {
+  const at::Tensor error = io::round_trip_error_mm(in.fixed.geometry, r.displacement, in.moving.geometry, r.inverse);
+  // (the fixed voxels were handed to the registration: without labels, the mask is the
+  // warped moving image's foreground on the fixed grid)
+  at::Tensor mask;
+  std::string where;
+  if (in.fixed_labels.data.defined()) {
+    mask = in.fixed_labels.data > 0;
+    where = "fixed labels > 0";
+  } else {
+    mask = io::normalize_intensity(warped, 0.5, 99.5) > 0.1;
+    where = "warped moving image above 10 % of its range";
+  }
+  const auto [median, p95] = median_and_p95(error, mask);
+  nlohmann::json j = {{"residual_mm_median", median}, {"residual_mm_p95", p95}, {"residual_where", where}};
+  if (in.fixed_labels.data.defined() && in.moving_labels.data.defined()) {
+    const at::Tensor back = io::sample_mapped(in.fixed_labels, in.moving.geometry, at::Tensor(), r.inverse);
+    j["dice"] = registration::mean_dice_over_reference(in.moving_labels.data, back);
+  }
+  return j;
+}
+
 }  // namespace
 
 PairInputs read_pair_inputs(const RegisterParams& p) {
@@ -125,6 +164,8 @@ nlohmann::json register_inputs(RegisterParams p, PairInputs in, pipeline::StageT
       progress(p.options.model ? "refine" : "deformable", pipeline::deformable_levels(p.options));
   // The fixed voxels are handed over (only its grid is needed after); the moving ones are
   // kept for the warped output.
+  p.options.inverse = !p.out_inverse_field.empty();
+  const at::Tensor fixed_voxels = p.qc.empty() ? at::Tensor() : in.fixed.data;  // kept for the picture
   const pipeline::PairResult r =
       pipeline::register_pair({std::move(in.fixed.data), in.fixed.geometry}, in.moving, p.options, &times);
 
@@ -144,12 +185,30 @@ nlohmann::json register_inputs(RegisterParams p, PairInputs in, pipeline::StageT
   if (!p.out_affine.empty()) {
     outputs.write(p.out_affine, [&] { io::write_affine(p.out_affine, r.affine); });
   }
+  if (r.inverse.defined()) {
+    outputs.write(p.out_inverse_field,
+                  [&] { io::write_displacement_field(p.out_inverse_field, r.inverse, in.moving.geometry); });
+  }
   times.lap("write");
+  const nlohmann::json inverse = r.inverse.defined() ? inverse_summary(in, r, warped.data) : nlohmann::json();
   const auto j = registration::jacobian_stats(r.displacement);
   times.lap("jacobian");
   const double dice = in.fixed_labels.data.defined() && warped_labels.data.defined()
                           ? registration::mean_dice_over_reference(in.fixed_labels.data, warped_labels.data)
                           : std::nan("");
+  if (!p.qc.empty()) {
+    char caption[512];
+    std::snprintf(caption, sizeof caption, "%s -> %s   %s   Dice %s   folding %.3f %%   log|J| sd %.3f",
+                  file_stem(p.moving).c_str(), file_stem(p.fixed).c_str(),
+                  p.model.empty() ? "instance optimisation" : ("model " + file_stem(p.model)).c_str(),
+                  std::isfinite(dice) ? std::to_string(dice).substr(0, 5).c_str() : "n/a", j.non_positive_percent,
+                  j.log_std);
+    outputs.write(p.qc, [&] {
+      write_qc_picture(p.qc, {fixed_voxels, warped.data, warped_labels.data, r.displacement, in.fixed.geometry,
+                              "autoreg register: " + file_stem(p.moving) + " onto " + file_stem(p.fixed), caption});
+    });
+    times.lap("qc");
+  }
   nlohmann::json stages = nlohmann::json::object();
   double seconds = 0;
   for (const auto& [stage, s] : times.seconds()) {
@@ -177,7 +236,8 @@ nlohmann::json register_inputs(RegisterParams p, PairInputs in, pipeline::StageT
           {"model", p.model},
           {"non_positive_jacobian_percent", j.non_positive_percent},
           {"log_jacobian_std", j.log_std},
-          {"dice", std::isfinite(dice) ? nlohmann::json(dice) : nlohmann::json()}};
+          {"dice", std::isfinite(dice) ? nlohmann::json(dice) : nlohmann::json()},
+          {"inverse", inverse}};
 }
 
 

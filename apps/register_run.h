@@ -14,6 +14,8 @@ namespace autoreg::apps {
 struct RegisterParams {
   std::string fixed, moving, out_warped, out_field, moving_labels, out_labels, out_affine;
   std::string fixed_labels;  // optional: the warped labels' Dice against it in the summary
+  std::string out_inverse_field;  // optional: the map back, on the moving grid (sets options.inverse)
+  std::string qc;                 // optional: the QC picture (PNG)
   std::string model;         // "" = instance optimisation; the loaded model is options.model
   pipeline::PairOptions options;
   std::string fixed_orientation, moving_orientation;  // header overrides ("" = trust it)

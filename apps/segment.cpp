@@ -1,8 +1,8 @@
 // autoreg segment --atlases atlases.csv --target T1 --out labels
 //                 [--fusion majority|weighted|jlf] [--patch-radius R] [--beta B] [--alpha A] [--power P]
 //                 [--model FILE|default [--refine K]] [--iterations N1,N2] [--registered]
-//                 [--out-probabilities DIR] [--out-warped-dir DIR] [--target-labels FILE]
-//                 [--device cpu|cuda] [--threads T] [--json]
+//                 [--out-probabilities DIR] [--out-warped-dir DIR [--out-inverse-fields]] [--target-labels FILE]
+//                 [--qc qc.png] [--device cpu|cuda] [--threads T] [--json]
 //
 // Multi-atlas segmentation (autoreg/pipeline/segment.h): every atlas registered onto the
 // target, its labels carried there, the labels fused (autoreg/segmentation/fusion.h).
@@ -18,6 +18,8 @@
 #include <fstream>
 #include <string>
 
+#include "autoreg/io/field.h"
+#include "autoreg/io/grid.h"
 #include "autoreg/io/manifest.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/pipeline/default_model.h"
@@ -26,6 +28,7 @@
 #include "autoreg/registration/model_file.h"
 #include "exit_codes.h"
 #include "options.h"
+#include "qc_picture.h"
 #include "text_file.h"
 
 namespace autoreg::apps {
@@ -34,7 +37,7 @@ namespace {
 namespace fs = std::filesystem;
 
 struct SegmentParams {
-  std::string atlases, target, out, model, out_probabilities, out_warped_dir, target_labels;
+  std::string atlases, target, out, model, out_probabilities, out_warped_dir, target_labels, qc;
   pipeline::SegmentOptions options;
   bool json = false;
 };
@@ -58,6 +61,7 @@ std::vector<pipeline::AtlasFiles> read_atlases(const std::string& path) {
 nlohmann::json run(SegmentParams p) {
   const auto t0 = std::chrono::steady_clock::now();
   io::check_output(p.out);
+  if (!p.qc.empty()) io::check_output(p.qc);
   const std::vector<pipeline::AtlasFiles> atlases = read_atlases(p.atlases);
   if (!p.model.empty()) p.options.pair.model = std::make_shared<registration::Model>(registration::load_model(p.model));
   const io::Volume target = io::read_volume(p.target);
@@ -71,12 +75,16 @@ nlohmann::json run(SegmentParams p) {
   if (!p.out_warped_dir.empty()) {
     make_output_folder("--out-warped-dir", p.out_warped_dir);
     warped_csv = "image,labels\n";
-    p.options.on_atlas = [&](size_t i, const io::Volume& image, const io::Volume& labels, const at::Tensor&) {
+    p.options.on_atlas = [&](size_t i, const io::Volume& image, const io::Volume& labels,
+                             const pipeline::PairResult* r, const io::Geometry& atlas_grid) {
       char prefix[32];
       std::snprintf(prefix, sizeof prefix, "atlas%02zu_", i + 1);
       const std::string name = prefix + file_stem(atlases[i].image);
       io::write_volume(p.out_warped_dir + "/" + name + ".nii.gz", image);
       io::write_volume(p.out_warped_dir + "/" + name + "_labels.nii.gz", labels);
+      if (r && r->inverse.defined()) {
+        io::write_displacement_field(p.out_warped_dir + "/" + name + "_inverse_field.nii.gz", r->inverse, atlas_grid);
+      }
       warped_csv += name + ".nii.gz," + name + "_labels.nii.gz\n";
     };
   }
@@ -111,6 +119,18 @@ nlohmann::json run(SegmentParams p) {
                         {"threads", at::get_num_threads()},
                         {"model", p.model}};
   if (truth.data.defined()) out["dice"] = registration::mean_dice_over_reference(truth.data, s.labels.data);
+  if (!p.qc.empty()) {
+    // The fused labels outlined on the target, beside the mean of the warped atlases.
+    const at::Tensor mean_atlas = at::stack(s.atlases.images).mean(0).unsqueeze(0).unsqueeze(0);
+    char caption[512];
+    std::snprintf(caption, sizeof caption, "%s   %zu atlases, %s fusion   Dice %s   %.1f s", file_stem(p.target).c_str(),
+                  atlases.size(), out["fusion"].get<std::string>().c_str(),
+                  out.contains("dice") ? std::to_string(out["dice"].get<double>()).substr(0, 5).c_str() : "n/a",
+                  out["seconds"].get<double>());
+    write_qc_picture(p.qc, {io::normalize_intensity(target.data), mean_atlas, s.labels.data, at::Tensor(),
+                            target.geometry, "autoreg segment: " + file_stem(p.target) + " (right: the mean warped atlas)",
+                            caption});
+  }
   return out;
 }
 
@@ -136,7 +156,9 @@ int run_segment(int argc, char** argv) {
   TCLAP::SwitchArg registered("", "registered", "the atlases are on the target's grid already (registered by another run or tool): fuse only", cmd, false);
   TCLAP::ValueArg<std::string> out_probabilities("", "out-probabilities", "folder for each label's fused probability (label_<value>.nii.gz)", false, "", "DIR", cmd);
   TCLAP::ValueArg<std::string> out_warped_dir("", "out-warped-dir", "folder for every atlas's image and labels on the target's grid, with an atlases.csv that --registered reads", false, "", "DIR", cmd);
+  TCLAP::SwitchArg out_inverse_fields("", "out-inverse-fields", "with --out-warped-dir: every atlas's inverse field there too (atlasNN_<name>_inverse_field.nii.gz, on the atlas's grid): the target carried onto the atlas", cmd, false);
   TCLAP::ValueArg<std::string> target_labels("", "target-labels", "the target's own label map: report every atlas's and the fusion's mean Dice", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> qc("", "qc", "a picture to check the result (PNG): the fused labels' outlines on the target, beside the mean of the warped atlases, in three orthogonal slices", false, "", "FILE.png", cmd);
   TCLAP::ValueArg<std::string> device("", "device", "cpu (default) or cuda", false, "cpu", &device_allowed, cmd);
   TCLAP::ValueArg<int> threads("", "threads", "CPU threads (default: all)", false, 0, "T", cmd);
   TCLAP::SwitchArg json("", "json", "print a JSON summary", cmd, false);
@@ -150,7 +172,9 @@ int run_segment(int argc, char** argv) {
   p.out_probabilities = out_probabilities.getValue();
   p.out_warped_dir = out_warped_dir.getValue();
   p.target_labels = target_labels.getValue();
-  refuse_overwrite({&p.out}, {&p.target, &p.atlases, &p.target_labels});
+  p.qc = qc.getValue();
+  if (!p.qc.empty() && !ends_with_png(p.qc)) throw UsageError("--qc writes a PNG picture: give a name ending in .png");
+  refuse_overwrite({&p.out, &p.qc}, {&p.target, &p.atlases, &p.target_labels});
   auto& o = p.options;
   o.fusion.method = segmentation::parse_method(fusion.getValue());
   if (patch_radius.getValue() < 0 || patch_radius.getValue() > 8) throw UsageError("--patch-radius must be 0-8");
@@ -163,6 +187,10 @@ int run_segment(int argc, char** argv) {
   o.fusion.power = power.getValue();
   o.fusion.keep_weights = !p.out_probabilities.empty();
   o.registered = registered.getValue();
+  o.pair.inverse = out_inverse_fields.getValue();
+  if (o.pair.inverse && (p.out_warped_dir.empty() || o.registered)) {
+    throw UsageError("--out-inverse-fields needs --out-warped-dir, and atlases to register (not --registered)");
+  }
   if (o.registered && (!model.getValue().empty() || iterations.isSet())) {
     throw UsageError("--registered fuses atlases already on the target's grid: no --model or --iterations");
   }

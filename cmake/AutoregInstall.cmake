@@ -1,14 +1,15 @@
 # `cmake --install` of a relocatable CMake package:
 #   find_package(AutoReg CONFIG REQUIRED)
-# gives autoreg::ops, autoreg::registration, autoreg::search, autoreg::segmentation and, in a build with ITK, autoreg::io and
-# autoreg::itk (the ITK filter), with their usage requirements: AutoRegConfig.cmake finds
+# gives autoreg::ops, autoreg::registration, autoreg::search, autoreg::segmentation and, in a build with ITK, autoreg::io,
+# autoreg::itk (the ITK filter) and autoreg::qc (quality-control pictures), with their
+# usage requirements: AutoRegConfig.cmake finds
 # LibTorch (as this build did, or where this build found it) and ITK (the same
 # components). Also installs the `autoreg` command and the default model.
 include(CMakePackageConfigHelpers)
 
 set(_targets autoreg_ops autoreg_registration autoreg_search autoreg_segmentation)
 if(AUTOREG_WITH_ITK)
-  list(APPEND _targets autoreg_io autoreg_itk)
+  list(APPEND _targets autoreg_io autoreg_itk autoreg_qc)
   # The command: bin/ → lib/, relative.
   file(RELATIVE_PATH _bin_to_lib "/${CMAKE_INSTALL_BINDIR}" "/${CMAKE_INSTALL_LIBDIR}")
   set_target_properties(autoreg PROPERTIES INSTALL_RPATH "$ORIGIN/${_bin_to_lib}")
@@ -30,7 +31,7 @@ install(TARGETS ${_targets} EXPORT AutoRegTargets
 
 set(_include_dirs ops/include/ registration/include/ search/include/ segmentation/include/)
 if(AUTOREG_WITH_ITK)
-  list(APPEND _include_dirs io/include/ registration/itk/include/)
+  list(APPEND _include_dirs io/include/ registration/itk/include/ qc/include/)
   install(FILES models/default.autoreg DESTINATION ${CMAKE_INSTALL_DATADIR}/autoreg)
 endif()
 foreach(_dir IN LISTS _include_dirs)

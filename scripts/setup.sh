@@ -3,7 +3,8 @@
 #
 #   Debian packages: ITK 5.2, TCLAP, nlohmann-json, GoogleTest, Google Benchmark,
 #                    ccache, ninja, CMake, a C++ compiler, Python's venv, elastix
-#                    (the comparison in bench/register_e2e.py).
+#                    (the comparison in bench/register_e2e.py), chromium (a test opens
+#                    the batch's QC page in it, headless).
 #   LibTorch:        the PyPI `torch` wheel (pinned below, built with CUDA 13.0 to match
 #                    the CUDA 13 toolkit) in a virtual environment under
 #                    $AUTOREG_CACHE (default ~/.cache/autoreg), shared by every clone.
@@ -25,7 +26,8 @@ APT_PACKAGES=(build-essential cmake ninja-build ccache git python3 python3-venv
   zlib1g-dev       # reading .gz inputs to their end (files cut short)
   libhdf5-dev      # checking .h5 transform files before ITK reads them
   libgdcm-tools    # GDCM's CMake package (pulled in by ITK) names its tools
-  elastix)         # the reference bench/register_e2e.py compares against
+  elastix          # the reference bench/register_e2e.py compares against
+  chromium)        # the headless browser a test opens the batch's QC page (index.html) in
 
 say() { echo "setup: $*" >&2; }
 cache="${AUTOREG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/autoreg}"

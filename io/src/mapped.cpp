@@ -7,6 +7,7 @@
 #include <array>
 #include <cmath>
 
+#include "autoreg/io/field.h"
 #include "autoreg/io/grid.h"
 
 namespace autoreg::io {
@@ -165,6 +166,32 @@ at::Tensor compose_affine_(const Geometry& grid, const at::Tensor& affine, at::T
   displacement = displacement.contiguous();
   compose_into(grid, affine, displacement.data_ptr<float>(), displacement.data_ptr<float>());
   return displacement;
+}
+
+at::Tensor inverse_map(const Geometry& moving_grid, const Geometry& fixed_grid, const at::Tensor& affine,
+                       const at::Tensor& inverse_displacement) {
+  check_affine(affine);
+  const at::Tensor back = at::inverse(affine.to(at::kDouble));
+  at::Tensor out = compose_affine(moving_grid, back, at::Tensor());
+  if (inverse_displacement.defined()) {
+    check_displacement(inverse_displacement, fixed_grid);
+    const Volume field{inverse_displacement.to(at::kFloat).contiguous(), fixed_grid};
+    const at::Tensor in_fixed_voxels = sample_mapped(field, moving_grid, back, at::Tensor(), Outside::Border);
+    Geometry fixed_axes = fixed_grid;  // the fixed grid's voxel vectors, at the moving grid's voxels
+    fixed_axes.size = moving_grid.size;
+    out += physical_to_voxel(voxel_to_physical(in_fixed_voxels, fixed_axes), moving_grid);
+  }
+  return out;
+}
+
+at::Tensor round_trip_error_mm(const Geometry& fixed_grid, const at::Tensor& forward, const Geometry& moving_grid,
+                               const at::Tensor& inverse) {
+  check_displacement(forward, fixed_grid);
+  check_displacement(inverse, moving_grid);
+  const Volume back{voxel_to_physical(inverse.to(at::kFloat), moving_grid).contiguous(), moving_grid};
+  const at::Tensor there = voxel_to_physical(forward.to(at::kFloat), fixed_grid);
+  const at::Tensor back_there = sample_mapped(back, fixed_grid, at::Tensor(), forward.contiguous(), Outside::Border);
+  return (there + back_there).norm(2, {1}, /*keepdim=*/true);
 }
 
 }  // namespace autoreg::io

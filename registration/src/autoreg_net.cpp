@@ -72,6 +72,15 @@ at::Tensor AutoRegNet::field(const at::Tensor& velocity) {
 }
 
 at::Tensor AutoRegNet::forward(const at::Tensor& moving, const at::Tensor& fixed) {
+  return run(moving, fixed, false)[0];
+}
+
+std::array<at::Tensor, 2> AutoRegNet::forward_with_inverse(const at::Tensor& moving, const at::Tensor& fixed) {
+  if (!spec_.diffeomorphic) throw_no_inverse();
+  return run(moving, fixed, true);
+}
+
+std::array<at::Tensor, 2> AutoRegNet::run(const at::Tensor& moving, const at::Tensor& fixed, bool inverse) {
   check_network_input(moving, fixed, size_multiple());
   const int64_t n = moving.size(0);
   // Siamese: both images through the one feature cell, as one batch.
@@ -83,7 +92,8 @@ at::Tensor AutoRegNet::forward(const at::Tensor& moving, const at::Tensor& fixed
   if (spec_.matching_cost) coarse_in.push_back(matching_cost(m4, f4));
   at::Tensor x = at::cat(coarse_in, 1);
   for (int e = 6; e < 9; ++e) x = edges_[e].forward(x);
-  const at::Tensor coarse = upsample_field(field(coarse_head_->forward(x)));  // 1/2 voxels
+  const at::Tensor coarse_velocity = coarse_head_->forward(x);
+  const at::Tensor coarse = upsample_field(field(coarse_velocity));  // 1/2 voxels
   const at::Tensor x_up = at::upsample_trilinear3d(
       x, {2 * x.size(2), 2 * x.size(3), 2 * x.size(4)}, /*align_corners=*/false);
 
@@ -92,9 +102,16 @@ at::Tensor AutoRegNet::forward(const at::Tensor& moving, const at::Tensor& fixed
   if (spec_.matching_cost) fine_in.push_back(matching_cost(m2_warped, f2));
   at::Tensor y = at::cat(fine_in, 1);
   for (int e = 9; e < 12; ++e) y = edges_[e].forward(y);
-  const at::Tensor fine = field(fine_head_->forward(y));
+  const at::Tensor fine_velocity = fine_head_->forward(y);
+  const at::Tensor fine = field(fine_velocity);
   // The fine field acts on the coarsely warped moving image: first fine, then coarse.
-  return upsample_field(ops::compose(coarse, fine));
+  // The inverse undoes the coarse map first, then the fine one.
+  at::Tensor undo;
+  if (inverse) {
+    const at::Tensor coarse_inverse = upsample_field(field(-coarse_velocity));
+    undo = upsample_field(ops::compose(field(-fine_velocity), coarse_inverse));
+  }
+  return {upsample_field(ops::compose(coarse, fine)), undo};
 }
 
 }  // namespace autoreg::registration

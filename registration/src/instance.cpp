@@ -35,6 +35,12 @@ at::Tensor resize_field(const at::Tensor& u, at::IntArrayRef size) {
 
 at::Tensor fit_half_displacement(const at::Tensor& fixed, const at::Tensor& moving,
                                  const InstanceOptions& o) {
+  const at::Tensor velocity = fit_half_velocity(fixed, moving, o);
+  c10::AutoGradMode no_grad(false);
+  return ops::integrate(velocity, o.integration_steps);
+}
+
+at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, const InstanceOptions& o) {
   TORCH_CHECK(fixed.dim() == 5 && fixed.size(0) == 1 && fixed.size(1) == 1 &&
                   fixed.sizes() == moving.sizes(),
               "fit_displacement: fixed and moving must be 1×1×D×H×W of one size, got ",
@@ -75,7 +81,7 @@ at::Tensor fit_half_displacement(const at::Tensor& fixed, const at::Tensor& movi
     velocity = velocity.detach();
   }
   c10::AutoGradMode no_grad(false);
-  return ops::integrate(resize_field(velocity, half), o.integration_steps);
+  return resize_field(velocity, half);
 }
 
 at::Tensor fit_displacement(const at::Tensor& fixed, const at::Tensor& moving,

@@ -34,6 +34,12 @@ void check_network_input(const at::Tensor& moving, const at::Tensor& fixed, int6
   }
 }
 
+void throw_no_inverse() {
+  throw std::logic_error(
+      "this model's network is not diffeomorphic (its fields are not velocities), so it has no "
+      "inverse of its own; register without the inverse field, or with a diffeomorphic model");
+}
+
 at::Tensor upsample_field(const at::Tensor& u) {
   return at::upsample_trilinear3d(u, {2 * u.size(2), 2 * u.size(3), 2 * u.size(4)},
                                   /*align_corners=*/false) *

@@ -28,6 +28,15 @@ UNet::UNet(const NetworkSpec& spec) : spec_(spec) {
 }
 
 at::Tensor UNet::forward(const at::Tensor& moving, const at::Tensor& fixed) {
+  return run(moving, fixed, false)[0];
+}
+
+std::array<at::Tensor, 2> UNet::forward_with_inverse(const at::Tensor& moving, const at::Tensor& fixed) {
+  if (!spec_.diffeomorphic) throw_no_inverse();
+  return run(moving, fixed, true);
+}
+
+std::array<at::Tensor, 2> UNet::run(const at::Tensor& moving, const at::Tensor& fixed, bool inverse) {
   check_network_input(moving, fixed, size_multiple());
   at::Tensor x = at::cat({moving, fixed}, 1);
   std::vector<at::Tensor> skips;
@@ -44,10 +53,11 @@ at::Tensor UNet::forward(const at::Tensor& moving, const at::Tensor& fixed) {
   }
   for (auto& conv : remaining_) x = conv->forward(x);
   const at::Tensor v = flow_->forward(x);
-  if (!spec_.diffeomorphic) return v;
+  if (!spec_.diffeomorphic) return {v, at::Tensor()};
   const at::Tensor half = at::upsample_trilinear3d(v, {v.size(2) / 2, v.size(3) / 2, v.size(4) / 2},
                                                    /*align_corners=*/false) * 0.5;
-  return upsample_field(ops::integrate(half, spec_.integration_steps));
+  return {upsample_field(ops::integrate(half, spec_.integration_steps)),
+          inverse ? upsample_field(ops::integrate(-half, spec_.integration_steps)) : at::Tensor()};
 }
 
 }  // namespace autoreg::registration

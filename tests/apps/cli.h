@@ -8,6 +8,8 @@
 
 #include <array>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <filesystem>
 #include <string>
 #include <utility>
@@ -35,6 +37,18 @@ inline Result run_command(const std::string& cmd) {
 }
 
 inline Result run(const std::string& args) { return run_command(std::string(AUTOREG_BIN) + " " + args + " 2>&1"); }
+
+// The width and height a PNG file's header gives (its IHDR chunk), or {0, 0} when the
+// file is not a PNG: enough to check a picture was written whole, without decoding it.
+inline std::pair<int, int> png_size(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  unsigned char h[24] = {};
+  in.read(reinterpret_cast<char*>(h), sizeof h);
+  const unsigned char signature[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
+  if (!in || std::memcmp(h, signature, 8) != 0 || std::memcmp(h + 12, "IHDR", 4) != 0) return {0, 0};
+  const auto be32 = [&](int at) { return int(h[at]) << 24 | int(h[at + 1]) << 16 | int(h[at + 2]) << 8 | int(h[at + 3]); };
+  return {be32(16), be32(20)};
+}
 
 // Runs `autoreg args` and sends it SIGTERM after `seconds` (coreutils' timeout, which
 // then reports the command's own exit status).

@@ -70,6 +70,47 @@ TEST_F(Pairs, AFailingPairIsSkippedAndTheOthersComplete) {
   EXPECT_TRUE(fs::exists(path("out/s3_to_s2.json")));
 }
 
+// The page a headless browser sees after its scripts ran (--dump-dom), or "" when no
+// chromium is installed (scripts/setup.sh installs Debian's).
+std::string page_in_a_browser(const std::string& html) {
+  if (run_command("command -v chromium >/dev/null 2>&1").code != 0) return "";
+  return run_command("timeout 120 chromium --headless --no-sandbox --disable-gpu --disable-dev-shm-usage "
+                     "--allow-file-access-from-files --virtual-time-budget=10000 --dump-dom 'file://" + html +
+                     "' 2>/dev/null").output;
+}
+
+TEST_F(Pairs, EveryPairHasItsPictureAndInverseAndThePageShowsThemWorstFirst) {
+  const Result r = run(pairs(" --inverse"));
+  ASSERT_EQ(r.code, 5) << r.output;
+  const nlohmann::json s = summary();
+  for (const char* name : {"s1_to_s0", "s3_to_s2", "s1_to_s3"}) {
+    EXPECT_GT(png_size(path("out/") + name + "_qc.png").first, 500) << name;
+    EXPECT_TRUE(fs::exists(path("out/") + name + "_inverse_field.nii.gz")) << name;
+  }
+  EXPECT_FALSE(fs::exists(path("out/nope_to_s0_qc.png")));
+  // Inverse figures in the summary: the round trip within a voxel inside the fixed
+  // labels, and the fixed labels carried back scoring about the forward Dice.
+  const nlohmann::json& first = s["pairs"][0];
+  EXPECT_LT(first["inverse"]["residual_mm_p95"].get<double>(), 1.0) << first.dump();
+  EXPECT_NEAR(first["inverse"]["dice"].get<double>(), first["dice"].get<double>(), 0.05) << first.dump();
+  // index.html: the failed pair first, then by Dice; every picture loads in a browser.
+  std::ifstream in(path("out/index.html"));
+  const std::string html((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t failed = html.find("nope_to_s0"), ok = html.find("s1_to_s0_qc.png");
+  ASSERT_NE(failed, std::string::npos);
+  ASSERT_NE(ok, std::string::npos);
+  EXPECT_LT(failed, ok);
+  EXPECT_EQ(html.find("nope_to_s0_qc.png"), std::string::npos);
+  const std::string dom = page_in_a_browser(path("out/index.html"));
+  if (dom.empty()) GTEST_SKIP() << "no chromium to open the page with (scripts/setup.sh installs it)";
+  EXPECT_NE(dom.find("data-loaded=\"3\""), std::string::npos) << dom.substr(0, 2000);
+  EXPECT_NE(dom.find("data-total=\"3\""), std::string::npos) << dom.substr(0, 2000);
+  EXPECT_NE(dom.find("loaded 3 of 3 pictures"), std::string::npos) << dom.substr(0, 2000);
+  // A picture that cannot be loaded is counted as such.
+  fs::remove(path("out/s3_to_s2_qc.png"));
+  EXPECT_NE(page_in_a_browser(path("out/index.html")).find("loaded 2 of 3 pictures"), std::string::npos);
+}
+
 TEST_F(Pairs, RefusesOptionsForOnePair) {
   Result r = run(pairs(" --fixed " + path("s0.nii.gz")));
   EXPECT_EQ(r.code, 1) << r.output;

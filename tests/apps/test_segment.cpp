@@ -52,8 +52,14 @@ TEST_F(Segment, EveryFusionSegmentsTheTarget) {
 
 TEST_F(Segment, ProbabilitiesAndWarpedAtlasesThatRegisteredFusesAgain) {
   Result r = run(segment(" --out " + path("a.nii.gz") + " --out-probabilities " + path("p") + " --out-warped-dir " +
-                         path("w")));
+                         path("w") + " --out-inverse-fields --qc " + path("qc.png")));
   ASSERT_EQ(r.code, 0) << r.output;
+  // Each atlas's inverse field lives on the atlas's own grid; the picture is whole.
+  io::Geometry grid;
+  io::read_displacement_field(path("w/atlas01_s0_inverse_field.nii.gz"), &grid);
+  EXPECT_TRUE(io::same_grid(grid, io::read_volume(path("s0.nii.gz")).geometry));
+  EXPECT_TRUE(fs::exists(path("w/atlas04_s4_inverse_field.nii.gz")));
+  EXPECT_GT(png_size(path("qc.png")).first, 500);
   at::Tensor total;
   for (int l = 0; l <= 2; ++l) {
     const at::Tensor p = io::read_volume(path("p/label_" + std::to_string(l) + ".nii.gz")).data;
@@ -76,6 +82,12 @@ TEST_F(Segment, ProbabilitiesAndWarpedAtlasesThatRegisteredFusesAgain) {
   r = run("segment --atlases " + path("w/atlases.csv") + " --target " + path("s2.nii.gz") + " --registered --model default --out " +
           path("c.nii.gz"));
   EXPECT_EQ(r.code, 1) << r.output;
+  r = run("segment --atlases " + path("w/atlases.csv") + " --target " + path("s2.nii.gz") +
+          " --registered --out-inverse-fields --out-warped-dir " + path("w2") + " --out " + path("c.nii.gz"));
+  EXPECT_EQ(r.code, 1) << r.output;
+  r = run(segment(" --out " + path("c.nii.gz") + " --qc " + path("qc.jpg")));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("ending in .png"), std::string::npos) << r.output;
 }
 
 }  // namespace

@@ -72,19 +72,17 @@ at::Tensor on_frame(const io::Volume& volume, const at::Tensor& affine, const io
   return io::sample_mapped(volume, frame, affine, at::Tensor());
 }
 
-at::Tensor predict_on_fixed_grid(registration::Model& model, const at::Tensor& moving_on_frame,
-                                 const at::Tensor& fixed_on_frame, const io::Geometry& frame,
-                                 const io::Geometry& fixed_grid) {
-  c10::AutoGradMode no_grad(false);
-  model.network->eval();
-  const at::Tensor u = model.network->forward(moving_on_frame, fixed_on_frame).cpu();
+namespace {
+
+// A displacement on the frame (1×3×…, frame voxels) as one on the fixed grid.
+at::Tensor frame_field_on_fixed_grid(const at::Tensor& u, const io::Geometry& frame, const io::Geometry& fixed_grid) {
   // The vectors in the fixed grid's voxels while still on the (small) frame: the map
   // from frame voxels to fixed voxels is linear and constant, so it commutes with the
   // trilinear resampling below, which then writes the result directly.
   io::Geometry fixed_axes = fixed_grid;
   fixed_axes.size = frame.size;
   const at::Tensor in_fixed_voxels =
-      io::physical_to_voxel(io::voxel_to_physical(u.to(at::kDouble), frame), fixed_axes).to(at::kFloat).contiguous();
+      io::physical_to_voxel(io::voxel_to_physical(u.cpu().to(at::kDouble), frame), fixed_axes).to(at::kFloat).contiguous();
   // The three channels at once; separably where the frame's axes are the fixed grid's
   // (models that keep their orientation, on inputs that are not oblique).
   const io::Volume field{in_fixed_voxels, frame};
@@ -93,6 +91,21 @@ at::Tensor predict_on_fixed_grid(registration::Model& model, const at::Tensor& m
   // OASIS-TRT training pairs, on two planes 160 mm apart: the 80 voxels of 2 mm).
   const std::optional<at::Tensor> fast = io::sample_on_parallel_grid(field, fixed_grid, io::Outside::Border);
   return fast ? *fast : io::sample_mapped(field, fixed_grid, at::Tensor(), at::Tensor(), io::Outside::Border);
+}
+
+}  // namespace
+
+at::Tensor predict_on_fixed_grid(registration::Model& model, const at::Tensor& moving_on_frame,
+                                 const at::Tensor& fixed_on_frame, const io::Geometry& frame,
+                                 const io::Geometry& fixed_grid, at::Tensor* inverse) {
+  c10::AutoGradMode no_grad(false);
+  model.network->eval();
+  if (!inverse) {
+    return frame_field_on_fixed_grid(model.network->forward(moving_on_frame, fixed_on_frame), frame, fixed_grid);
+  }
+  const auto both = model.network->forward_with_inverse(moving_on_frame, fixed_on_frame);
+  *inverse = frame_field_on_fixed_grid(both[1], frame, fixed_grid);
+  return frame_field_on_fixed_grid(both[0], frame, fixed_grid);
 }
 
 }  // namespace autoreg::pipeline

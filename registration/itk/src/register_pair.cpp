@@ -51,13 +51,20 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
   // in the box around the two foregrounds (a 256³ head scan is mostly air) and extended
   // outside it by its border values: continuous, so no folding at the box's faces. The
   // half-resolution result goes to the full grid in one pass, followed by `then` if given.
+  // With the inverse, *inverse gets the fitted part's inverse (exp(−v)), on its own.
   const auto fit_on_foreground = [&](const at::Tensor& moved, const registration::InstanceOptions& options,
-                                     const at::Tensor& then) {
+                                     const at::Tensor& then, at::Tensor* inverse) {
     const Box box = o.crop ? foreground_box(f, moved, 8) : Box{{{0, f.size(2)}, {0, f.size(3)}, {0, f.size(4)}}};
-    c10::AutoGradMode grad(true);
-    const at::Tensor half = registration::fit_half_displacement(crop(f, box), crop(moved, box).to(device), options);
-    return expand_field(half, box, f.sizes().slice(2), then);
+    at::Tensor velocity;
+    {
+      c10::AutoGradMode grad(true);
+      velocity = registration::fit_half_velocity(crop(f, box), crop(moved, box).to(device), options);
+    }
+    if (inverse) *inverse = expand_field(ops::integrate(-velocity, options.integration_steps), box, f.sizes().slice(2));
+    return expand_field(ops::integrate(velocity, options.integration_steps), box, f.sizes().slice(2), then);
   };
+  at::Tensor undo;  // with o.inverse: the inverse of `deformation`, 1×3×D×H×W fixed voxels
+  at::Tensor* const want_undo = o.inverse ? &undo : nullptr;
   if (o.stages == Stages::AffineOnly) {
     deformation = at::zeros({1, 3, f.size(2), f.size(3), f.size(4)}, at::kFloat);
   } else if (o.model) {
@@ -66,7 +73,7 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
     o.model->network->to(device);
     deformation = predict_on_fixed_grid(*o.model, on_frame(m, r.affine, frame).to(device),
                                           on_frame(fixed_normalised, at::eye(4, at::kDouble), frame).to(device),
-                                          frame, fixed.geometry);
+                                          frame, fixed.geometry, want_undo);
     lap("network");
     if (o.refine > 0) {
       // Instance optimisation of a residual field on the network's result: the moving
@@ -75,15 +82,22 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
       registration::InstanceOptions refine = o.deformable;
       refine.iterations = deformable_levels(o);
       refine.learning_rate = o.refine_learning_rate;
-      deformation = fit_on_foreground(moved, refine, deformation);
+      at::Tensor undo_refine;
+      deformation = fit_on_foreground(moved, refine, deformation, o.inverse ? &undo_refine : nullptr);
+      // The inverse undoes the network's map first, then the refinement.
+      if (o.inverse) undo = ops::compose(undo_refine, undo);
       lap("refine");
     }
   } else {
     // The moving image after the affine, on the fixed grid, is what the field is fitted to.
     const at::Tensor moved = io::sample_mapped(m, fixed.geometry, r.affine, at::Tensor());
     lap("resample");
-    deformation = fit_on_foreground(moved, o.deformable, at::Tensor());
+    deformation = fit_on_foreground(moved, o.deformable, at::Tensor(), want_undo);
     lap("deformable");
+  }
+  if (o.inverse) {
+    r.inverse = io::inverse_map(moving.geometry, fixed.geometry, r.affine, undo);
+    lap("inverse");
   }
   // In place: the deformable part becomes the whole map.
   r.displacement = io::compose_affine_(fixed.geometry, r.affine, deformation);

@@ -45,7 +45,7 @@ Segmentation segment(const io::Volume& target, const std::vector<AtlasFiles>& at
     }
     AtlasReport report;
     io::Volume warped, warped_labels;
-    at::Tensor field;
+    PairResult r;
     if (o.registered) {
       if (!io::same_grid(image.geometry, target.geometry)) {
         throw io::IoError(a.image + ": not on the target's grid (" + describe(image.geometry) + " against " +
@@ -54,15 +54,14 @@ Segmentation segment(const io::Volume& target, const std::vector<AtlasFiles>& at
       warped = {io::normalize_intensity(image.data), target.geometry};
       warped_labels = labels;
     } else {
-      const PairResult r = register_pair({target.data, target.geometry}, image, o.pair);
+      r = register_pair({target.data, target.geometry}, image, o.pair);
       c10::AutoGradMode no_grad(false);
       const io::Volume normalised{io::normalize_intensity(image.data), image.geometry};
       warped = {io::sample_mapped(normalised, target.geometry, at::Tensor(), r.displacement), target.geometry};
       warped_labels = {io::sample_mapped(labels, target.geometry, at::Tensor(), r.displacement), target.geometry};
       report.folding_percent = registration::jacobian_stats(r.displacement).non_positive_percent;
-      field = r.displacement;
     }
-    if (o.on_atlas) o.on_atlas(i, warped, warped_labels, field);
+    if (o.on_atlas) o.on_atlas(i, warped, warped_labels, o.registered ? nullptr : &r, image.geometry);
     s.atlases.images.push_back(warped.data[0][0]);
     s.atlases.labels.push_back(warped_labels.data[0][0]);
     report.seconds = since(start);

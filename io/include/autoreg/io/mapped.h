@@ -32,4 +32,19 @@ at::Tensor compose_affine(const Geometry& grid, const at::Tensor& affine, const 
 // not), which is returned: no second volume-sized field.
 at::Tensor compose_affine_(const Geometry& grid, const at::Tensor& affine, at::Tensor displacement);
 
+// The inverse of the map p ↦ x_f⁻¹(A·x_f(p + u(p))) (compose_affine on `fixed_grid`) as a
+// displacement in voxels of `moving_grid` (1×3×…): a moving voxel q goes back to the fixed
+// point z = A⁻¹·x_m(q), then through `inverse_displacement` (1×3×… float32 on the fixed grid,
+// fixed voxels: the deformable part's inverse, sampled trilinearly, border values
+// outside). Undefined `inverse_displacement`: the affine's inverse alone.
+at::Tensor inverse_map(const Geometry& moving_grid, const Geometry& fixed_grid, const at::Tensor& affine,
+                       const at::Tensor& inverse_displacement);
+
+// Per fixed voxel, how far in mm the round trip through the forward map (`forward`, fixed
+// voxels on `fixed_grid`) and then the inverse map (`inverse`, moving voxels on
+// `moving_grid`) lands from where it started: |x + d(x) + d⁻¹(x + d(x)) − x| in physical
+// space, 1×1×D×H×W float32.
+at::Tensor round_trip_error_mm(const Geometry& fixed_grid, const at::Tensor& forward, const Geometry& moving_grid,
+                               const at::Tensor& inverse);
+
 }  // namespace autoreg::io

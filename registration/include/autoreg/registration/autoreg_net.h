@@ -49,9 +49,12 @@ class AutoRegNet : public RegistrationNetwork {
   // Edges from `factory` when given, else make_edge(spec.genotype's operation).
   explicit AutoRegNet(const NetworkSpec& spec, const EdgeFactory& factory = {});
   at::Tensor forward(const at::Tensor& moving, const at::Tensor& fixed) override;
+  std::array<at::Tensor, 2> forward_with_inverse(const at::Tensor& moving, const at::Tensor& fixed) override;
   int64_t size_multiple() const override { return 4; }
 
  private:
+  // The forward displacement and, when `inverse`, that of its inverse (else undefined).
+  std::array<at::Tensor, 2> run(const at::Tensor& moving, const at::Tensor& fixed, bool inverse);
   // (1/2-scale, 1/4-scale) features of one image.
   std::array<at::Tensor, 2> features(const at::Tensor& image);
   at::Tensor field(const at::Tensor& velocity);  // integrated in diffeomorphic mode

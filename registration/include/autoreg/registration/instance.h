@@ -43,5 +43,10 @@ at::Tensor fit_displacement(const at::Tensor& fixed, const at::Tensor& moving,
 // trilinearly (corners aligned). For callers that fuse the upsampling with what follows.
 at::Tensor fit_half_displacement(const at::Tensor& fixed, const at::Tensor& moving,
                                  const InstanceOptions& options = {});
+// The stationary velocity behind it, on the same half-resolution grid:
+// fit_half_displacement = ops::integrate(v, options.integration_steps), and
+// ops::integrate(-v, ...) is the displacement of its inverse map.
+at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving,
+                             const InstanceOptions& options = {});
 
 }  // namespace autoreg::registration

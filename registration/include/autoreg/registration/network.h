@@ -6,6 +6,7 @@
 #include <ATen/core/Tensor.h>
 #include <torch/nn/module.h>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -21,6 +22,12 @@ namespace autoreg::registration {
 class RegistrationNetwork : public torch::nn::Module {
  public:
   virtual at::Tensor forward(const at::Tensor& moving, const at::Tensor& fixed) = 0;
+  // {u, u⁻¹}: the displacement and that of its inverse map (x + u⁻¹(x) undoes x + u(x)),
+  // both on the input grid in its voxels. The inverse integrates each velocity field
+  // backwards (exp(−v)) and composes the parts in the reverse order, so it is the
+  // model's own inverse, not a numerical inversion of u. Throws std::logic_error for a
+  // network that is not diffeomorphic (its fields are not velocities).
+  virtual std::array<at::Tensor, 2> forward_with_inverse(const at::Tensor& moving, const at::Tensor& fixed) = 0;
   // The multiple that every spatial size must be.
   virtual int64_t size_multiple() const = 0;
 };
@@ -40,6 +47,9 @@ std::shared_ptr<RegistrationNetwork> make_network(const NetworkSpec& spec);
 // Throws std::invalid_argument unless every spatial size of `image` (N×1×D×H×W) is a
 // positive multiple of `multiple`.
 void check_network_input(const at::Tensor& moving, const at::Tensor& fixed, int64_t multiple);
+
+// The error forward_with_inverse throws for a network that is not diffeomorphic.
+[[noreturn]] void throw_no_inverse();
 
 // A displacement of `u`'s grid on a grid twice as fine along every axis (trilinear),
 // in voxels of the finer grid.

@@ -21,9 +21,11 @@ class UNet : public RegistrationNetwork {
  public:
   explicit UNet(const NetworkSpec& spec);
   at::Tensor forward(const at::Tensor& moving, const at::Tensor& fixed) override;
+  std::array<at::Tensor, 2> forward_with_inverse(const at::Tensor& moving, const at::Tensor& fixed) override;
   int64_t size_multiple() const override { return 16; }
 
  private:
+  std::array<at::Tensor, 2> run(const at::Tensor& moving, const at::Tensor& fixed, bool inverse);
   NetworkSpec spec_;
   std::vector<torch::nn::Sequential> encoder_, decoder_, remaining_;
   FastConv3d flow_{nullptr};

@@ -48,9 +48,10 @@ at::Tensor on_frame(const io::Volume& volume, const at::Tensor& affine, const io
 
 // The network's displacement for (moving, fixed) on the frame (1×1×D×H×W each, on
 // `device`), brought to the fixed grid: 1×3×D×H×W float32 in voxels of the fixed grid
-// (outside the frame, the values at its nearest face).
+// (outside the frame, the values at its nearest face). With `inverse`, *inverse gets the
+// displacement of the inverse map the same way (RegistrationNetwork::forward_with_inverse).
 at::Tensor predict_on_fixed_grid(registration::Model& model, const at::Tensor& moving_on_frame,
                                  const at::Tensor& fixed_on_frame, const io::Geometry& frame,
-                                 const io::Geometry& fixed_grid);
+                                 const io::Geometry& fixed_grid, at::Tensor* inverse = nullptr);
 
 }  // namespace autoreg::pipeline

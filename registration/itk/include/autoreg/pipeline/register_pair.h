@@ -42,6 +42,10 @@ struct PairOptions {
   // 0.2 0.593/0.599; 8 of 0.25 0.591/0.597, of 0.3 0.590/0.598; 6 of 0.25 or 0.3
   // 0.585-0.586/0.591-0.592 (15 of 0.1 with 5 squarings, the setting before: 0.590/0.597).
   double refine_learning_rate = 0.25;
+  // Also the inverse map (PairResult::inverse): the deformable part's stationary
+  // velocities integrated backwards (exp(−v), the exact inverse of the model, up to
+  // the integration's error), then the affine inverted.
+  bool inverse = false;
 };
 
 // The Adam steps per level the deformable stage's optimiser runs with these options:
@@ -55,6 +59,9 @@ struct PairResult {
                             // x ↦ A·(x + u(x)) (affine after deformation) as a
                             // displacement, what is written to disk; the moving volume
                             // is sampled through it (io::sample_mapped)
+  at::Tensor inverse;       // with PairOptions::inverse: 1×3×… float32 on the moving grid, in
+                            // its voxels, the map back (io::inverse_map): a moving point y
+                            // goes to the fixed point that `displacement` sends to y
 };
 
 // The process's peak resident memory so far, MiB.

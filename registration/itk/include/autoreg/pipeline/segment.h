@@ -25,9 +25,10 @@ struct SegmentOptions {
   PairOptions pair;                  // each atlas's registration onto the target
   segmentation::Options fusion;
   bool registered = false;           // the atlases are on the target's grid already: no registration
-  // Called once per atlas after it is on the target's grid (index, its image and labels
-  // there as 1×1×D×H×W tensors, its displacement field or undefined when registered).
-  std::function<void(size_t, const io::Volume&, const io::Volume&, const at::Tensor&)> on_atlas;
+  // Called once per atlas after it is on the target's grid: index, its image and labels
+  // there (1×1×D×H×W), its registration (null when `registered`; with pair.inverse it
+  // holds the inverse map too) and the atlas's own grid.
+  std::function<void(size_t, const io::Volume&, const io::Volume&, const PairResult*, const io::Geometry&)> on_atlas;
   std::function<void(const std::string&)> log;  // progress lines
 };
 

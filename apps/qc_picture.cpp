@@ -1,0 +1,43 @@
+#include "qc_picture.h"
+
+#include <ATen/ATen.h>
+
+#include "autoreg/io/grid.h"
+#include "autoreg/ops.h"
+#include "autoreg/qc/picture.h"
+
+namespace autoreg::apps {
+namespace {
+
+qc::VolumeView view(const at::Tensor& t) {
+  return {t.data_ptr<float>(), {t.size(2), t.size(3), t.size(4)}};
+}
+
+}  // namespace
+
+void write_qc_picture(const std::string& path, const QcVolumes& v) {
+  const at::Tensor fixed = v.fixed.to(at::kFloat).contiguous();
+  const at::Tensor warped = v.warped.to(at::kFloat).contiguous();
+  at::Tensor labels, log_jacobian;
+  qc::PictureInputs in;
+  in.fixed = view(fixed);
+  in.warped = view(warped);
+  if (v.labels.defined()) {
+    labels = v.labels.to(at::kInt).contiguous();
+    in.labels = {labels.data_ptr<int32_t>(), {labels.size(2), labels.size(3), labels.size(4)}};
+  }
+  if (v.displacement.defined()) {
+    // log of a determinant ≤ 0 is NaN or −inf: the picture's folding colour.
+    log_jacobian = at::log(ops::jacobian_determinant(v.displacement.to(at::kFloat))).contiguous();
+    in.log_jacobian = view(log_jacobian);
+  }
+  // Tensor axes D, H, W are the grid's k, j, i.
+  in.spacing = {v.grid.spacing[2], v.grid.spacing[1], v.grid.spacing[0]};
+  const std::string code = io::orientation_code(v.grid);
+  in.axis_letters = {code[2], code[1], code[0]};
+  in.title = v.title;
+  in.caption = v.caption;
+  qc::write_picture(path, in);
+}
+
+}  // namespace autoreg::apps

@@ -1,0 +1,105 @@
+// Quality-control pictures of a registration: one PNG per pair that a person can scan in
+// a second (did the brain land on the brain, are the labels where they belong, does the
+// field fold), and an index.html that lists a batch's pictures worst first.
+//
+// Plain arrays in, so that any program can call it without LibTorch; ITK writes the PNG.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace autoreg::qc {
+
+// A 3-D array on the fixed grid: data[(d*H + h)*W + w], size = {D, H, W}.
+struct VolumeView {
+  const float* data = nullptr;
+  std::array<int64_t, 3> size{};
+};
+struct LabelView {
+  const int32_t* data = nullptr;
+  std::array<int64_t, 3> size{};
+};
+
+struct PictureInputs {
+  VolumeView fixed;         // required
+  VolumeView warped;        // required: the moving image warped onto the fixed grid
+  LabelView labels;         // optional (data == nullptr): warped labels, outlined on the fixed image
+  VolumeView log_jacobian;  // optional: log det J; NaN or -inf (det <= 0) is drawn as folding
+  std::array<double, 3> spacing{1, 1, 1};  // mm along D, H, W: panels keep the physical aspect
+  // The anatomical direction (L R P A S I) each tensor axis D, H, W points to as its
+  // index grows. Letters that do not name three different axes fall back to the planes
+  // perpendicular to D, H, W, unflipped.
+  std::array<char, 3> axis_letters{'S', 'P', 'L'};
+  // Slice indices (d, h, w); -1: the centroid of the fixed image's foreground (voxels
+  // above 10% of its 99.5th percentile).
+  std::array<int64_t, 3> centre{-1, -1, -1};
+  std::string caption;  // one line of figures at the bottom (wrapped when too long)
+  std::string title;    // optional, at the top
+};
+
+// Writes the picture as an 8-bit RGB PNG, atomically (a temporary file renamed into
+// place). Rows: axial, coronal, sagittal through `centre`, in the radiological
+// convention (axial: anterior up, patient's right on the left; coronal: superior up,
+// right on the left; sagittal: superior up, anterior on the left). Columns: fixed,
+// warped moving, checkerboard, labels on fixed (edges of the warped image when there are
+// no labels), log|J| (blue-white-red over ±s, s = max(0.1, 99th percentile of |log J| on
+// the three slices), with its colour bar). Grey values are windowed to each image's own
+// 1st-99th percentile of non-zero voxels.
+// Throws std::invalid_argument for missing or inconsistent inputs, std::runtime_error
+// naming `path` when the file cannot be written.
+void write_picture(const std::string& path, const PictureInputs& in);
+
+// ---- what the picture is made of, for readers of it (and its tests) -----------------
+
+struct Rgb {
+  uint8_t r = 0, g = 0, b = 0;
+  bool operator==(const Rgb& o) const { return r == o.r && g == o.g && b == o.b; }
+  bool operator!=(const Rgb& o) const { return !(*this == o); }
+};
+inline constexpr Rgb kFoldingColour{0, 255, 0};  // voxels whose Jacobian determinant is <= 0
+inline constexpr Rgb kEdgeColour{255, 200, 0};   // edges of the warped image (no labels given)
+// The outline colour of a label value: a fixed hash of the value into a palette of
+// saturated colours, none grey, none the folding or edge colour.
+Rgb label_colour(int32_t label);
+
+struct Rect {
+  int x = 0, y = 0, width = 0, height = 0;
+};
+enum Column { kFixed = 0, kWarped, kCheckerboard, kOverlay, kLogJacobian, kColumns };
+
+// Where everything is in the picture of `in` (validated as write_picture does).
+struct PictureLayout {
+  int width = 0, height = 0;                   // of the whole picture
+  std::array<std::string, 3> row_names;        // "axial", "coronal", "sagittal" (or "plane D", ...)
+  std::array<int, 3> row_normal{};             // the tensor axis each row's plane is perpendicular to
+  std::array<int64_t, 3> centre{};             // the slice indices (d, h, w) drawn
+  std::array<std::array<Rect, kColumns>, 3> panels{};  // [row][column]: the slice's pixels
+  Rect colour_bar;                             // the log|J| scale's bar (+s at the top)
+  Rect caption;                                // the caption strip at the bottom
+  std::vector<std::string> caption_lines;      // the caption as drawn (ASCII, wrapped)
+};
+PictureLayout picture_layout(const PictureInputs& in);
+
+// ---- index.html ----------------------------------------------------------------------
+
+inline constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
+struct IndexRow {
+  std::string name;
+  std::string picture;  // path relative to the html
+  std::string status;   // "ok" or "failed"
+  std::string error;
+  double dice = kNoValue;
+  double folding_percent = kNoValue;
+  double seconds = kNoValue;
+};
+// A self-contained page (no external resources) listing every row worst first: failed
+// rows, then ascending Dice (rows without Dice after those with), ties by descending
+// folding. After the page loads, a script counts the pictures that loaded into
+// #qc-load-status ("loaded N of M pictures") and body[data-loaded][data-total], and
+// marks broken ones. Written atomically; throws std::runtime_error naming `path`.
+void write_index_html(const std::string& path, std::vector<IndexRow> rows, const std::string& title);
+
+}  // namespace autoreg::qc
