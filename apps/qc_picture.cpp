@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+
 #include "autoreg/io/grid.h"
 #include "autoreg/ops.h"
 #include "autoreg/qc/picture.h"
@@ -26,17 +28,26 @@ void write_qc_picture(const std::string& path, const QcVolumes& v) {
     labels = v.labels.to(at::kInt).contiguous();
     in.labels = {labels.data_ptr<int32_t>(), {labels.size(2), labels.size(3), labels.size(4)}};
   }
-  if (v.displacement.defined()) {
-    // log of a determinant ≤ 0 is NaN or −inf: the picture's folding colour.
-    log_jacobian = at::log(ops::jacobian_determinant(v.displacement.to(at::kFloat))).contiguous();
-    in.log_jacobian = view(log_jacobian);
-  }
   // Tensor axes D, H, W are the grid's k, j, i.
   in.spacing = {v.grid.spacing[2], v.grid.spacing[1], v.grid.spacing[0]};
   const std::string code = io::orientation_code(v.grid);
   in.axis_letters = {code[2], code[1], code[0]};
   in.title = v.title;
   in.caption = v.caption;
+  if (v.displacement.defined()) {
+    // Only the three planes drawn need the Jacobian (a whole 256³ field's took a second):
+    // each from a slab of three planes, central differences across it.
+    in.centre = qc::picture_layout(in).centre;
+    log_jacobian = at::zeros_like(fixed);
+    for (int64_t a = 0; a < 3; ++a) {
+      const int64_t c = in.centre[a], n = fixed.size(2 + a);
+      const int64_t lo = std::max<int64_t>(0, c - 1), hi = std::min<int64_t>(n, c + 2);
+      const at::Tensor det = ops::jacobian_determinant(v.displacement.to(at::kFloat).narrow(2 + a, lo, hi - lo));
+      // log of a determinant ≤ 0 is NaN or −inf: the picture's folding colour.
+      log_jacobian.narrow(2 + a, c, 1).copy_(at::log(det.narrow(2 + a, c - lo, 1)));
+    }
+    in.log_jacobian = view(log_jacobian);
+  }
   qc::write_picture(path, in);
 }
 

@@ -8,8 +8,10 @@
 #include <atomic>
 #include <cmath>
 #include <stdexcept>
+#include <tuple>
 
 #include "local_stats.h"
+#include "search.h"
 
 namespace autoreg::segmentation {
 
@@ -56,6 +58,7 @@ void check_inputs(const at::Tensor& target, const Atlases& atlases, const Option
     throw std::invalid_argument("label fusion: the target has non-finite values");
   }
   if (o.patch_radius < 0 || o.patch_radius > 8) throw std::invalid_argument("label fusion: patch radius must be 0-8");
+  if (o.search_radius < 0 || o.search_radius > 4) throw std::invalid_argument("label fusion: search radius must be 0-4");
   if (!(o.alpha > 0) || !(o.beta > 0) || !(o.power > 0)) {
     throw std::invalid_argument("label fusion: alpha, beta and power must be positive");
   }
@@ -228,6 +231,35 @@ Fused fuse_block(const at::Tensor& target_in, const Atlases& atlases, const std:
   return out;
 }
 
+// Patch voting: each atlas's weights averaged over the patch around every voxel, then
+// the vote again with them where the atlases disagree. `weights` A×D×H×W, replaced.
+void vote_with_patches(Fused& f, const std::vector<at::Tensor>& atlas_labels, int r) {
+  const int n = int(atlas_labels.size());
+  std::vector<at::Tensor> smoothed;
+  for (int a = 0; a < n; ++a) smoothed.push_back(detail::box_mean(f.weights[a].contiguous(), r));
+  f.weights = at::stack(smoothed).contiguous();
+  std::vector<at::Tensor> ls;
+  for (const auto& l : atlas_labels) ls.push_back(l.to(at::kInt));
+  const at::Tensor labels = at::stack(ls).contiguous();
+  const int64_t total = f.labels.numel();
+  const int32_t* lab = labels.data_ptr<int32_t>();
+  const float* wt = f.weights.data_ptr<float>();
+  int32_t* out = f.labels.data_ptr<int32_t>();
+  at::parallel_for(0, total, 4096, [&](int64_t i0, int64_t i1) {
+    std::vector<int32_t> l(static_cast<size_t>(n));
+    std::vector<double> w(static_cast<size_t>(n));
+    for (int64_t i = i0; i < i1; ++i) {
+      bool same = true;
+      for (int a = 0; a < n; ++a) {
+        l[a] = lab[a * total + i];
+        w[a] = wt[a * total + i];
+        same = same && l[a] == l[0];
+      }
+      out[i] = same ? l[0] : vote(l.data(), w.data(), n);
+    }
+  });
+}
+
 }  // namespace
 
 Fused fuse(const at::Tensor& target, const Atlases& atlases, const Options& o) {
@@ -256,7 +288,10 @@ Fused fuse(const at::Tensor& target, const Atlases& atlases, const Options& o) {
   out.unanimous = target.numel();
   if (!differ.any().item<bool>()) return out;
   if (!o.crop) differ.fill_(true);
-  const int64_t margin = o.method == Method::Majority ? 0 : 2 * int64_t(o.patch_radius);
+  const bool search = o.method != Method::Majority && o.search_radius > 0;
+  // The patches of the box's voxels and the local normalisation of theirs (2r), and the
+  // search's reach.
+  const int64_t margin = o.method == Method::Majority ? 0 : 2 * int64_t(o.patch_radius) + (search ? o.search_radius : 0);
   std::array<int64_t, 3> lo{}, hi{};
   for (int64_t d = 0; d < 3; ++d) {
     std::vector<int64_t> others;
@@ -275,8 +310,32 @@ Fused fuse(const at::Tensor& target, const Atlases& atlases, const Options& o) {
     box.images.push_back(crop(atlases.images[a]));
     box.labels.push_back(crop(atlases.labels[a]));
   }
-  const Fused inner = fuse_block(crop(target), box, scales, target_scale, o);
+  at::Tensor block_target = crop(target);
+  Options block_options = o;
+  if (search) {
+    // Every atlas read where it best matches (local z-scores, each image's own scale),
+    // then fused as it is read: the normalisation is done.
+    const int r = o.patch_radius;
+    block_target = o.normalise ? detail::local_zscore(block_target.to(at::kFloat), r, target_scale.center, target_scale.eps)
+                               : block_target.to(at::kFloat);
+    for (size_t a = 0; a < box.images.size(); ++a) {
+      const at::Tensor z = o.normalise ? detail::local_zscore(box.images[a].to(at::kFloat), r, scales[a].center, scales[a].eps)
+                                       : box.images[a].to(at::kFloat);
+      std::tie(box.images[a], box.labels[a]) = detail::match(block_target, z, box.labels[a], o.search_radius, r);
+    }
+    block_options.normalise = false;
+  }
+  const bool patch_vote = o.patch_vote && o.method != Method::Majority && o.patch_radius > 0;
+  if (patch_vote) block_options.keep_weights = true;
+  Fused inner = fuse_block(block_target, box, scales, target_scale, block_options);
+  if (patch_vote) vote_with_patches(inner, box.labels, o.patch_radius);
   crop(out.labels).copy_(inner.labels);
+  if (search && o.keep_weights) {
+    for (size_t a = 0; a < box.labels.size(); ++a) {
+      out.searched_labels.push_back(atlases.labels[a].to(at::kInt).clone());
+      crop(out.searched_labels.back()).copy_(box.labels[a]);
+    }
+  }
   if (o.keep_weights) {
     out.weights.slice(1, lo[0], hi[0]).slice(2, lo[1], hi[1]).slice(3, lo[2], hi[2]).copy_(inner.weights);
   }
@@ -287,8 +346,9 @@ Fused fuse(const at::Tensor& target, const Atlases& atlases, const Options& o) {
 at::Tensor probability(const Fused& fused, const Atlases& atlases, int64_t label) {
   if (!fused.weights.defined()) throw std::invalid_argument("label probabilities need the fusion's weights (keep_weights)");
   at::Tensor p = at::zeros(fused.labels.sizes(), fused.weights.options());
-  for (size_t a = 0; a < atlases.labels.size(); ++a) {
-    p += fused.weights[int64_t(a)] * atlases.labels[a].eq(label).to(at::kFloat);
+  const std::vector<at::Tensor>& labels = fused.searched_labels.empty() ? atlases.labels : fused.searched_labels;
+  for (size_t a = 0; a < labels.size(); ++a) {
+    p += fused.weights[int64_t(a)] * labels[a].eq(label).to(at::kFloat);
   }
   return p.clamp_(0, 1);
 }

@@ -195,6 +195,68 @@ TEST(Fusion, ProbabilitiesOfAllLabelsSumToOne) {
   EXPECT_THROW(probability(fuse(target, a, o), a, 1), std::invalid_argument);
 }
 
+TEST(Fusion, LocalSearchReadsAtlasesThatRegistrationLeftAVoxelOff) {
+  // Atlases that are the target moved by one voxel along each axis in turn: they disagree
+  // along every boundary. Searching ±1 voxel reads each where it matches, which gives the
+  // target's own labels back; without the search the boundaries stay blurred.
+  at::manual_seed(12);
+  const at::Tensor image = at::upsample_trilinear3d(at::rand({1, 1, 5, 5, 5}), {24, 26, 28}, true)[0][0];
+  const at::Tensor truth = (image > 0.4).to(at::kInt) + (image > 0.6).to(at::kInt);
+  Atlases a;
+  for (const auto& [dim, shift] : std::vector<std::pair<int64_t, int64_t>>{{0, 1}, {1, -1}, {2, 1}, {0, -1}}) {
+    a.images.push_back(at::roll(image, {shift}, {dim}) * 2.0 + 0.3);  // another gain and offset too
+    a.labels.push_back(at::roll(truth, {shift}, {dim}));
+  }
+  const auto inner = [](const at::Tensor& x) { return x.slice(0, 3, 21).slice(1, 3, 23).slice(2, 3, 25); };
+  const auto accuracy = [&](const Fused& f) {
+    return inner(f.labels.eq(truth)).to(at::kFloat).mean().item<double>();
+  };
+  for (const Method m : {Method::Weighted, Method::Jlf}) {
+    Options o;
+    o.method = m;
+    o.patch_radius = 1;
+    const double before = accuracy(fuse(image, a, o));
+    o.search_radius = 1;
+    o.keep_weights = true;
+    const Fused searched = fuse(image, a, o);
+    EXPECT_GT(accuracy(searched), 0.995) << to_string(m);
+    EXPECT_LT(before, accuracy(searched) - 0.02) << to_string(m);
+    // Probabilities vote for the labels as read after the search.
+    const at::Tensor p1 = probability(searched, a, 1);
+    EXPECT_GT(inner(p1).masked_select(inner(truth).eq(1)).mean().item<double>(), 0.95) << to_string(m);
+    ASSERT_EQ(searched.searched_labels.size(), a.labels.size());
+  }
+}
+
+TEST(Fusion, BoxMeansAreTheMeansOfWhatEachBoxHolds) {
+  // The running sums against the definition: the mean over the box's voxels inside the
+  // volume, volumes thinner than the box included.
+  at::manual_seed(5);
+  for (const auto& size : std::vector<std::vector<int64_t>>{{7, 9, 11}, {1, 5, 3}, {6, 2, 13}, {24, 26, 28}, {20, 45, 40}}) {
+    const at::Tensor x = at::rand(size) * 10 - 5;
+    const auto a = x.accessor<float, 3>();
+    for (int r : {1, 2, 3}) {
+      const at::Tensor got = detail::box_mean(x, r);
+      const auto g = got.accessor<float, 3>();
+      double worst = 0;
+      for (int64_t i = 0; i < size[0]; ++i)
+        for (int64_t j = 0; j < size[1]; ++j)
+          for (int64_t k = 0; k < size[2]; ++k) {
+            double sum = 0;
+            int count = 0;
+            for (int64_t u = std::max<int64_t>(0, i - r); u <= std::min<int64_t>(size[0] - 1, i + r); ++u)
+              for (int64_t v = std::max<int64_t>(0, j - r); v <= std::min<int64_t>(size[1] - 1, j + r); ++v)
+                for (int64_t w = std::max<int64_t>(0, k - r); w <= std::min<int64_t>(size[2] - 1, k + r); ++w) {
+                  sum += a[u][v][w];
+                  ++count;
+                }
+            worst = std::max(worst, std::abs(sum / count - g[i][j][k]));
+          }
+      EXPECT_LT(worst, 1e-4) << r;
+    }
+  }
+}
+
 TEST(Fusion, RefusesWhatItCannotFuse) {
   const at::Tensor t = at::rand({4, 4, 4});
   EXPECT_THROW(fuse(t, Atlases{}), std::invalid_argument);

@@ -48,6 +48,14 @@ struct Options {
   double power = 2;             // weighted: the weight is (local MSD + ε)^-power
   double beta = 2;              // jlf: exponent of M's entries
   double alpha = 0.1;           // jlf: added to M's diagonal (keeps M invertible)
+  // weighted, jlf: each atlas is read where its patch best matches the target's within
+  // ±search voxels (Wang et al. 2013's local search; ANTs' -s): its labels and
+  // intensities at x come from x + o(x). 0: read where registration put it.
+  int search_radius = 0;
+  // weighted, jlf: every patch votes for all of its voxels, not only its centre (as
+  // ANTs' joint fusion does): a voxel's weights are the mean of those of the patches
+  // that hold it.
+  bool patch_vote = false;
   bool normalise = true;        // compare local z-scores (false: the intensities as given)
   bool keep_weights = false;    // keep every atlas's weight at every voxel (for probability())
   int64_t slab_planes = 0;      // planes per slab; 0: chosen for ~256 MB of working memory
@@ -67,6 +75,9 @@ struct Fused {
   at::Tensor weights;  // A×D×H×W float, each voxel's weights summing to 1 (jlf's may be
                        // negative); undefined unless Options::keep_weights
   int64_t unanimous = 0;  // voxels where every atlas agreed (no weights computed there)
+  // With a local search and keep_weights: each atlas's labels as read after its search
+  // (what the weights vote for; probability() uses them); else empty.
+  std::vector<at::Tensor> searched_labels;
 };
 
 // Throws std::invalid_argument when shapes differ, a label map is not integer, there is
