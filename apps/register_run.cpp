@@ -84,6 +84,15 @@ class Outputs {
   std::vector<std::string> written_;
 };
 
+// How the pair was registered, for captions.
+std::string method_name(const RegisterParams& p) {
+  if (p.options.stages == pipeline::Stages::AffineOnly) return "affine only";
+  if (!p.model.empty()) {
+    return "model " + file_stem(p.model) + (p.options.refine > 0 ? " + " + std::to_string(p.options.refine) + " refine steps" : "");
+  }
+  return "instance optimisation";
+}
+
 // The median and 95th percentile of a per-voxel error over the voxels of `mask`.
 std::pair<double, double> median_and_p95(const at::Tensor& error, const at::Tensor& mask) {
   const at::Tensor inside = error.masked_select(mask).to(at::kDouble);
@@ -200,7 +209,7 @@ nlohmann::json register_inputs(RegisterParams p, PairInputs in, pipeline::StageT
     char caption[512];
     std::snprintf(caption, sizeof caption, "%s -> %s   %s   Dice %s   folding %.3f %%   log|J| sd %.3f",
                   file_stem(p.moving).c_str(), file_stem(p.fixed).c_str(),
-                  p.model.empty() ? "instance optimisation" : ("model " + file_stem(p.model)).c_str(),
+                  method_name(p).c_str(),
                   std::isfinite(dice) ? std::to_string(dice).substr(0, 5).c_str() : "n/a", j.non_positive_percent,
                   j.log_std);
     outputs.write(p.qc, [&] {

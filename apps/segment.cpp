@@ -1,5 +1,5 @@
 // autoreg segment --atlases atlases.csv --target T1 --out labels
-//                 [--fusion majority|weighted|jlf] [--patch-radius R] [--search-radius S]
+//                 [--fusion majority|weighted|jlf] [--patch-radius R] [--search-radius S] [--no-patch-vote]
 //                 [--beta B] [--alpha A] [--power P]
 //                 [--model FILE|default [--refine K]] [--iterations N1,N2] [--registered]
 //                 [--out-probabilities DIR] [--out-warped-dir DIR [--out-inverse-fields]] [--target-labels FILE]
@@ -148,8 +148,8 @@ int run_segment(int argc, char** argv) {
   TCLAP::ValuesConstraint<std::string> method_allowed(methods), device_allowed(devices);
   TCLAP::ValueArg<std::string> fusion("", "fusion", "majority, weighted (locally weighted vote) or jlf (joint label fusion, default)", false, "jlf", &method_allowed, cmd);
   TCLAP::ValueArg<int> patch_radius("", "patch-radius", "weighted, jlf: patches of (2R+1)³ voxels (default 2)", false, 2, "R", cmd);
-  TCLAP::ValueArg<int> search_radius("", "search-radius", "weighted, jlf: read each atlas where its patch best matches the target's within ±S voxels (local search; default 0)", false, 0, "S", cmd);
-  TCLAP::SwitchArg patch_vote("", "patch-vote", "weighted, jlf: every patch votes for all of its voxels (ANTs' joint fusion), not only its centre", cmd, false);
+  TCLAP::ValueArg<int> search_radius("", "search-radius", "weighted, jlf: read each atlas where its patch best matches the target's within ±S voxels (local search, as ANTs' -s; default 3; 0: none)", false, 3, "S", cmd);
+  TCLAP::SwitchArg no_patch_vote("", "no-patch-vote", "weighted, jlf: each voxel's weights vote for its own labels only (by default every patch votes for all of its voxels, as ANTs' joint fusion)", cmd, false);
   TCLAP::ValueArg<double> beta("", "beta", "jlf: exponent of the error correlations (default 2)", false, 2, "B", cmd);
   TCLAP::ValueArg<double> alpha("", "alpha", "jlf: added to the correlation matrix's diagonal (default 0.1)", false, 0.1, "A", cmd);
   TCLAP::ValueArg<double> power("", "power", "weighted: weight = (local mean squared difference)^-P (default 2)", false, 2, "P", cmd);
@@ -187,7 +187,7 @@ int run_segment(int argc, char** argv) {
   o.fusion.patch_radius = patch_radius.getValue();
   if (search_radius.getValue() < 0 || search_radius.getValue() > 4) throw UsageError("--search-radius must be 0-4");
   o.fusion.search_radius = search_radius.getValue();
-  o.fusion.patch_vote = patch_vote.getValue();
+  o.fusion.patch_vote = !no_patch_vote.getValue();
   o.fusion.beta = beta.getValue();
   o.fusion.alpha = alpha.getValue();
   o.fusion.power = power.getValue();

@@ -69,10 +69,17 @@ def register(args):
 
 
 # The settings tried on the validation targets (--grid) when choosing the defaults.
+# Voxel by voxel (no local search, no patch voting): what the settings were first chosen
+# with; then the search radius and patch voting on top of β 2, α 0.1, r 2.
+PER_VOXEL = ["--search-radius", "0", "--no-patch-vote"]
 SETTINGS = {"majority": [[]],
-            "weighted": [["--power", p, "--patch-radius", r] for p in ("1", "2", "3") for r in ("1", "2")],
-            "jlf": [["--beta", b, "--alpha", "0.1", "--patch-radius", r] for b in ("1", "2", "4") for r in ("1", "2")]
-            + [["--beta", "2", "--alpha", a, "--patch-radius", "2"] for a in ("0.01", "1")]}
+            "weighted": [["--power", p, "--patch-radius", r] + PER_VOXEL for p in ("1", "2", "3") for r in ("1", "2")],
+            "jlf": [["--beta", b, "--alpha", "0.1", "--patch-radius", r] + PER_VOXEL for b in ("1", "2", "4") for r in ("1", "2")]
+            + [["--beta", "2", "--alpha", a, "--patch-radius", "2"] + PER_VOXEL for a in ("0.01", "1")]
+            + [["--search-radius", s] + v for s in ("1", "2", "3") for v in ([], ["--no-patch-vote"])]}
+# Without --grid: each method at its defaults (weighted and jlf with the search and patch
+# voting), and jlf voxel by voxel beside them; --methods picks some.
+DEFAULTS = {"majority": [], "weighted": [], "jlf": [], "jlf-per-voxel": PER_VOXEL}
 
 
 def fuse(args):
@@ -87,10 +94,12 @@ def fuse(args):
             n = len(lines) - 1 if size == "all" else int(size)
             csv = d / "warped" / f"first{n}.csv"
             csv.write_text("\n".join(lines[: n + 1]) + "\n")
-            for method, settings in SETTINGS.items():
-                for extra in settings if args.grid else [[]]:
+            runs = [(m, e) for m, settings in SETTINGS.items() for e in settings] if args.grid else \
+                [(m, e) for m, e in DEFAULTS.items() if m in args.methods.split(",")]
+            for method, extra in runs:
                     cmd = [AUTOREG, "segment", "--registered", "--atlases", csv, "--target", image, "--target-labels", labels,
-                           "--out", d / f"fused-{method}.nii.gz", "--fusion", method, "--threads", args.threads, "--json"] + extra
+                           "--out", d / f"fused-{method}.nii.gz", "--fusion", method.split("-")[0], "--threads", args.threads,
+                           "--json"] + extra
                     wall, peak, out = timed(cmd, d / "fuse.log")
                     j = json.loads(out)
                     row = {"target": t, "mode": mode, "atlases": n, "method": method, "settings": " ".join(extra),
@@ -132,6 +141,7 @@ def main():
     p.add_argument("--tag", default="", help="register: appended to the folder name (e.g. -5 for a timed 5-atlas run)")
     p.add_argument("--sizes", default="3,5,all")
     p.add_argument("--grid", action="store_true")
+    p.add_argument("--methods", default="majority,weighted,jlf,jlf-per-voxel", help="fuse without --grid: which")
     p.add_argument("--threads", default="2")
     p.add_argument("--python", default=sys.executable)
     args = p.parse_args()

@@ -12,6 +12,7 @@
 
 #include "local_stats.h"
 #include "search.h"
+#include "voting.h"
 
 namespace autoreg::segmentation {
 
@@ -62,53 +63,6 @@ void check_inputs(const at::Tensor& target, const Atlases& atlases, const Option
   if (!(o.alpha > 0) || !(o.beta > 0) || !(o.power > 0)) {
     throw std::invalid_argument("label fusion: alpha, beta and power must be positive");
   }
-}
-
-// Solves M w = 1 for a small symmetric A×A system by Gaussian elimination with partial
-// pivoting (in place); false when M is singular.
-bool solve_ones(double* m, double* w, int n) {
-  for (int i = 0; i < n; ++i) w[i] = 1;
-  for (int c = 0; c < n; ++c) {
-    int p = c;
-    for (int r = c + 1; r < n; ++r) {
-      if (std::abs(m[r * n + c]) > std::abs(m[p * n + c])) p = r;
-    }
-    if (!(std::abs(m[p * n + c]) > 1e-300)) return false;
-    if (p != c) {
-      for (int k = 0; k < n; ++k) std::swap(m[p * n + k], m[c * n + k]);
-      std::swap(w[p], w[c]);
-    }
-    for (int r = c + 1; r < n; ++r) {
-      const double f = m[r * n + c] / m[c * n + c];
-      for (int k = c; k < n; ++k) m[r * n + k] -= f * m[c * n + k];
-      w[r] -= f * w[c];
-    }
-  }
-  for (int c = n - 1; c >= 0; --c) {
-    double s = w[c];
-    for (int k = c + 1; k < n; ++k) s -= m[c * n + k] * w[k];
-    w[c] = s / m[c * n + c];
-  }
-  return true;
-}
-
-// The winning label among the atlases' labels `l` with weights `w`: the largest summed
-// weight; a tie goes to the smallest label.
-int32_t vote(const int32_t* l, const double* w, int n) {
-  int32_t best = 0;
-  double best_score = -INFINITY;
-  for (int a = 0; a < n; ++a) {
-    bool seen = false;
-    for (int b = 0; b < a && !seen; ++b) seen = l[b] == l[a];
-    if (seen) continue;
-    double s = 0;
-    for (int b = a; b < n; ++b) s += l[b] == l[a] ? w[b] : 0;
-    if (s > best_score || (s == best_score && l[a] < best)) {
-      best = l[a];
-      best_score = s;
-    }
-  }
-  return best;
 }
 
 // An image's centre and the ε of its local normalisation (local_stats.h).
@@ -204,22 +158,12 @@ Fused fuse_block(const at::Tensor& target_in, const Atlases& atlases, const std:
         } else {
           int k = 0;
           for (int a = 0; a < n; ++a) {
-            for (int b = a; b < n; ++b, ++k) {
-              const double v = std::pow(std::max(0.0, double(pair_ptr[k][i])), o.beta);
-              m[a * n + b] = m[b * n + a] = v;
-            }
-            m[a * n + a] += o.alpha;
+            for (int b = a; b < n; ++b, ++k) m[a * n + b] = m[b * n + a] = double(pair_ptr[k][i]);
           }
-          if (!solve_ones(m.data(), w.data(), n)) std::fill(w.begin(), w.end(), 1.0);
+          detail::jlf_weights(m.data(), w.data(), n, o.alpha, o.beta);
         }
-        double sum = 0;
-        for (int a = 0; a < n; ++a) sum += w[a];
-        if (!(std::abs(sum) > 1e-12) || !std::isfinite(sum)) {
-          std::fill(w.begin(), w.end(), 1.0);
-          sum = n;
-        }
-        for (int a = 0; a < n; ++a) w[a] /= sum;
-        labels_out[offset + i] = vote(l.data(), w.data(), n);
+        detail::normalise_weights(w.data(), n);
+        labels_out[offset + i] = detail::vote(l.data(), w.data(), n);
         if (weights_out) {
           for (int a = 0; a < n; ++a) weights_out[a * total + offset + i] = float(w[a]);
         }
@@ -255,7 +199,7 @@ void vote_with_patches(Fused& f, const std::vector<at::Tensor>& atlas_labels, in
         w[a] = wt[a * total + i];
         same = same && l[a] == l[0];
       }
-      out[i] = same ? l[0] : vote(l.data(), w.data(), n);
+      out[i] = same ? l[0] : detail::vote(l.data(), w.data(), n);
     }
   });
 }
@@ -310,25 +254,29 @@ Fused fuse(const at::Tensor& target, const Atlases& atlases, const Options& o) {
     box.images.push_back(crop(atlases.images[a]));
     box.labels.push_back(crop(atlases.labels[a]));
   }
-  at::Tensor block_target = crop(target);
-  Options block_options = o;
-  if (search) {
-    // Every atlas read where it best matches (local z-scores, each image's own scale),
-    // then fused as it is read: the normalisation is done.
-    const int r = o.patch_radius;
-    block_target = o.normalise ? detail::local_zscore(block_target.to(at::kFloat), r, target_scale.center, target_scale.eps)
-                               : block_target.to(at::kFloat);
-    for (size_t a = 0; a < box.images.size(); ++a) {
-      const at::Tensor z = o.normalise ? detail::local_zscore(box.images[a].to(at::kFloat), r, scales[a].center, scales[a].eps)
-                                       : box.images[a].to(at::kFloat);
-      std::tie(box.images[a], box.labels[a]) = detail::match(block_target, z, box.labels[a], o.search_radius, r);
-    }
-    block_options.normalise = false;
-  }
   const bool patch_vote = o.patch_vote && o.method != Method::Majority && o.patch_radius > 0;
+  Options block_options = o;
   if (patch_vote) block_options.keep_weights = true;
-  Fused inner = fuse_block(block_target, box, scales, target_scale, block_options);
-  if (patch_vote) vote_with_patches(inner, box.labels, o.patch_radius);
+  Fused inner;
+  if (search) {
+    // Every atlas searched where it best matches (local z-scores, each image's own scale),
+    // then fused as ANTs' joint fusion does.
+    const int r = o.patch_radius;
+    const auto z = [&](const at::Tensor& x, const Scale& sc) {
+      return o.normalise ? detail::local_zscore(x.to(at::kFloat), r, sc.center, sc.eps) : x.to(at::kFloat);
+    };
+    const at::Tensor t = z(crop(target), target_scale);
+    std::vector<detail::Searched> searched;
+    for (size_t a = 0; a < box.images.size(); ++a) {
+      searched.push_back(detail::search(t, z(box.images[a], scales[a]), box.labels[a], o.search_radius, r));
+    }
+    inner = detail::fuse_searched(t, searched, block_options);
+    if (patch_vote) detail::vote_searched_patches(inner, searched, o);
+    box.labels = inner.searched_labels;  // what the weights vote for
+  } else {
+    inner = fuse_block(crop(target), box, scales, target_scale, block_options);
+    if (patch_vote) vote_with_patches(inner, box.labels, o.patch_radius);
+  }
   crop(out.labels).copy_(inner.labels);
   if (search && o.keep_weights) {
     for (size_t a = 0; a < box.labels.size(); ++a) {

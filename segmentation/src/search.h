@@ -5,17 +5,42 @@
 
 #include <ATen/core/Tensor.h>
 
-#include <utility>
+#include <array>
+#include <vector>
+
+#include "autoreg/segmentation/fusion.h"
 
 namespace autoreg::segmentation::detail {
 
-// For every voxel x of `target` (D×H×W, local z-scores), the offset o within ±`search`
-// voxels along each axis whose (2r+1)³ patch of `atlas` (D×H×W z-scores, the same grid)
-// is closest to the target's patch around x (least mean squared difference; the
-// smallest |o| wins ties, so flat regions keep o = 0); reads outside the volume take
-// the nearest face voxel. Returns the atlas's z-scores and `labels` (D×H×W integer)
-// read at x + o(x): {float D×H×W, int32 D×H×W}.
-std::pair<at::Tensor, at::Tensor> match(const at::Tensor& target, const at::Tensor& atlas, const at::Tensor& labels,
-                                        int search, int r);
+// The offsets within ±s voxels along each axis, nearest first.
+std::vector<std::array<int, 3>> search_offsets(int s);
+
+// One atlas searched against the target.
+struct Searched {
+  at::Tensor chosen;  // int16 D×H×W: per voxel, the index (search_offsets) of the best match
+  at::Tensor msd;     // float D×H×W: that match's patch mean squared difference
+  at::Tensor image;   // float, the atlas's values with its faces repeated s voxels outward
+  at::Tensor labels;  // int32, its labels padded alike
+};
+
+// For every voxel x of `target` (D×H×W, local z-scores), the offset o within ±s voxels
+// whose (2r+1)³ patch of `atlas` (D×H×W z-scores, the same grid) is closest to the
+// target's patch around x (least mean squared difference; the smallest |o| wins ties, so
+// flat regions keep o = 0); reads outside the volume take the nearest face voxel.
+Searched search(const at::Tensor& target, const at::Tensor& atlas, const at::Tensor& labels, int s, int r);
+
+// Weighted vote or JLF with searched atlases, as ANTs' joint fusion: at every voxel x
+// each atlas votes with its label at x + o(x), and its patch errors are those of its
+// patch at x + o(x) against the target's at x. Returns the labels, the unanimous count,
+// the weights (o.keep_weights) and every atlas's labels as read (searched_labels).
+Fused fuse_searched(const at::Tensor& target, const std::vector<Searched>& atlases, const Options& o);
+
+// Patch voting with searched atlases, as ANTs' joint fusion votes: every voxel x gives
+// each atlas's weight at x to that atlas's labels over x's whole patch, read at x's
+// offset, so a voxel y collects, for every x whose patch holds it, the votes
+// w_a(x)·[L_a(y + o_a(x))]; the label with the largest sum wins (ties: the smallest).
+// `fused` holds fuse_searched's result with its weights; its labels are replaced where
+// the votes around a voxel disagree.
+void vote_searched_patches(Fused& fused, const std::vector<Searched>& atlases, const Options& o);
 
 }  // namespace autoreg::segmentation::detail

@@ -17,13 +17,22 @@ at::Tensor labels_of(std::initializer_list<int> v, int64_t d, int64_t h, int64_t
   return at::tensor(std::vector<int>(v), at::kInt).reshape({d, h, w});
 }
 
+// The methods as Wang et al. and Artaechevarria et al. define them, voxel by voxel:
+// no local search, no patch voting (the defaults add both; tested on their own below).
+Options per_voxel() {
+  Options o;
+  o.search_radius = 0;
+  o.patch_vote = false;
+  return o;
+}
+
 TEST(Fusion, MajorityVoteAndItsTieRule) {
   // Four voxels: a 2:1 majority, a three-way tie, unanimity, and a tie with background.
   Atlases a;
   a.labels = {labels_of({2, 3, 4, 0}, 1, 1, 4), labels_of({2, 5, 4, 6}, 1, 1, 4), labels_of({5, 7, 4, 6}, 1, 1, 4),
               labels_of({9, 8, 4, 0}, 1, 1, 4)};
   for (size_t i = 0; i < a.labels.size(); ++i) a.images.push_back(at::zeros({1, 1, 4}));
-  Options o;
+  Options o = per_voxel();
   o.method = Method::Majority;
   const Fused f = fuse(at::zeros({1, 1, 4}), a, o);
   const auto l = f.labels.flatten();
@@ -65,7 +74,7 @@ TEST(Fusion, WeightedVoteFollowsTheAtlasThatMatchesTheTarget) {
   const int64_t n = 16;
   // Two poor atlases (noise of σ 1) hold label 1, a good one (σ 0.1) holds 2.
   Disagreement s = disagreement({at::randn({n, n, n}), at::randn({n, n, n}), 0.1 * at::randn({n, n, n})});
-  Options o;
+  Options o = per_voxel();
   o.normalise = false;
   o.method = Method::Majority;
   EXPECT_EQ(share(fuse(s.target, s.atlases, o), s, 1), 1.0);
@@ -81,7 +90,7 @@ TEST(Fusion, JointFusionSharesOneWeightBetweenAtlasesThatErrAlike) {
   // counts the twins twice and follows them; JLF sees they are one opinion.
   const at::Tensor twin = at::randn({n, n, n});
   Disagreement s = disagreement({twin, twin.clone(), 0.9 * at::randn({n, n, n})});
-  Options o;
+  Options o = per_voxel();
   o.normalise = false;
   o.patch_radius = 3;
   o.alpha = 1e-3;
@@ -110,7 +119,7 @@ TEST(Fusion, LocalNormalisationIgnoresAnAtlasGainAndOffset) {
     scaled.labels.push_back(labels);
   }
   for (Method m : {Method::Weighted, Method::Jlf}) {
-    Options o;
+    Options o = per_voxel();
     o.method = m;
     o.keep_weights = true;
     const Fused f = fuse(target, a, o), g = fuse(target, scaled, o);
@@ -131,7 +140,7 @@ TEST(Fusion, SlabsGiveTheOneBlockResult) {
     a.labels.push_back(at::randint(0, 4, size, at::kShort));  // any integer type
   }
   for (Method m : {Method::Majority, Method::Weighted, Method::Jlf}) {
-    Options o;
+    Options o = per_voxel();
     o.method = m;
     o.keep_weights = true;
     const Fused whole = fuse(target, a, o);
@@ -155,7 +164,7 @@ TEST(Fusion, OnlyTheBoxWhereAtlasesDisagreeIsComputedWithTheSameResult) {
     a.labels.push_back(l);
   }
   for (Method m : {Method::Majority, Method::Weighted, Method::Jlf}) {
-    Options o;
+    Options o = per_voxel();
     o.method = m;
     o.keep_weights = true;
     const Fused box = fuse(target, a, o);
@@ -177,7 +186,7 @@ TEST(Fusion, ProbabilitiesOfAllLabelsSumToOne) {
     a.labels.push_back(at::randint(0, 3, size, at::kInt));
   }
   a.labels[0][0][0][0] = 7;  // a label only one atlas holds
-  Options o;
+  Options o = per_voxel();
   o.method = Method::Weighted;
   o.keep_weights = true;
   const Fused f = fuse(target, a, o);
@@ -212,7 +221,7 @@ TEST(Fusion, LocalSearchReadsAtlasesThatRegistrationLeftAVoxelOff) {
     return inner(f.labels.eq(truth)).to(at::kFloat).mean().item<double>();
   };
   for (const Method m : {Method::Weighted, Method::Jlf}) {
-    Options o;
+    Options o = per_voxel();
     o.method = m;
     o.patch_radius = 1;
     const double before = accuracy(fuse(image, a, o));
@@ -221,6 +230,11 @@ TEST(Fusion, LocalSearchReadsAtlasesThatRegistrationLeftAVoxelOff) {
     const Fused searched = fuse(image, a, o);
     EXPECT_GT(accuracy(searched), 0.995) << to_string(m);
     EXPECT_LT(before, accuracy(searched) - 0.02) << to_string(m);
+    // Patch voting (each patch's weights for its atlas's labels over the whole patch,
+    // read at its offset) keeps that.
+    Options voting = o;
+    voting.patch_vote = true;
+    EXPECT_GT(accuracy(fuse(image, a, voting)), 0.995) << to_string(m);
     // Probabilities vote for the labels as read after the search.
     const at::Tensor p1 = probability(searched, a, 1);
     EXPECT_GT(inner(p1).masked_select(inner(truth).eq(1)).mean().item<double>(), 0.95) << to_string(m);

@@ -49,13 +49,14 @@ struct Options {
   double beta = 2;              // jlf: exponent of M's entries
   double alpha = 0.1;           // jlf: added to M's diagonal (keeps M invertible)
   // weighted, jlf: each atlas is read where its patch best matches the target's within
-  // ±search voxels (Wang et al. 2013's local search; ANTs' -s): its labels and
-  // intensities at x come from x + o(x). 0: read where registration put it.
-  int search_radius = 0;
+  // ±search voxels (Wang et al. 2013's local search; ANTs' -s, default 3): its label and
+  // patch at x are those at x + o(x). 0: read where registration put it.
+  int search_radius = 3;
   // weighted, jlf: every patch votes for all of its voxels, not only its centre (as
-  // ANTs' joint fusion does): a voxel's weights are the mean of those of the patches
-  // that hold it.
-  bool patch_vote = false;
+  // ANTs' joint fusion does): with the search, voxel y gets w_a(x) for atlas a's label
+  // at y + o_a(x) from every x whose patch holds y; without it, a voxel's weights are the
+  // mean of those of the patches that hold it.
+  bool patch_vote = true;
   bool normalise = true;        // compare local z-scores (false: the intensities as given)
   bool keep_weights = false;    // keep every atlas's weight at every voxel (for probability())
   int64_t slab_planes = 0;      // planes per slab; 0: chosen for ~256 MB of working memory
