@@ -151,7 +151,7 @@ int run_segment(int argc, char** argv) {
   TCLAP::ValueArg<int> search_radius("", "search-radius", "weighted, jlf: read each atlas where its patch best matches the target's within ±S voxels (local search, as ANTs' -s; default 3; 0: none)", false, 3, "S", cmd);
   TCLAP::SwitchArg no_patch_vote("", "no-patch-vote", "weighted, jlf: each voxel's weights vote for its own labels only (by default every patch votes for all of its voxels, as ANTs' joint fusion)", cmd, false);
   TCLAP::ValueArg<double> beta("", "beta", "jlf: exponent of the error correlations (default 2)", false, 2, "B", cmd);
-  TCLAP::ValueArg<double> alpha("", "alpha", "jlf: added to the correlation matrix's diagonal (default 0.1)", false, 0.1, "A", cmd);
+  TCLAP::ValueArg<double> alpha("", "alpha", "jlf: added to the correlation matrix's diagonal (default 0.01)", false, 0.01, "A", cmd);
   TCLAP::ValueArg<double> power("", "power", "weighted: weight = (local mean squared difference)^-P (default 2)", false, 2, "P", cmd);
   TCLAP::ValueArg<std::string> model("", "model", "a trained model, or 'default'; without it, instance optimisation (as register)", false, "", "FILE", cmd);
   TCLAP::ValueArg<int> refine("", "refine", "with --model: instance optimisation steps refining the network's field", false, 0, "K", cmd);

@@ -71,12 +71,13 @@ def register(args):
 # The settings tried on the validation targets (--grid) when choosing the defaults.
 # Voxel by voxel (no local search, no patch voting): what the settings were first chosen
 # with; then the search radius and patch voting on top of β 2, α 0.1, r 2.
-PER_VOXEL = ["--search-radius", "0", "--no-patch-vote"]
+PER_VOXEL = ["--search-radius", "0", "--no-patch-vote", "--alpha", "0.1"]
 SETTINGS = {"majority": [[]],
             "weighted": [["--power", p, "--patch-radius", r] + PER_VOXEL for p in ("1", "2", "3") for r in ("1", "2")],
-            "jlf": [["--beta", b, "--alpha", "0.1", "--patch-radius", r] + PER_VOXEL for b in ("1", "2", "4") for r in ("1", "2")]
-            + [["--beta", "2", "--alpha", a, "--patch-radius", "2"] + PER_VOXEL for a in ("0.01", "1")]
-            + [["--search-radius", s] + v for s in ("1", "2", "3") for v in ([], ["--no-patch-vote"])]}
+            "jlf": [["--beta", b, "--patch-radius", r] + PER_VOXEL for b in ("1", "2", "4") for r in ("1", "2")]
+            + [["--beta", "2", "--patch-radius", "2"] + PER_VOXEL[:-1] + [a] for a in ("0.01", "1")]
+            + [["--search-radius", s, "--alpha", "0.1"] + v for s in ("1", "2", "3") for v in ([], ["--no-patch-vote"])]
+            + [["--alpha", a] for a in ("0.001", "0.01")] + [["--beta", "4", "--alpha", "0.1"]]}
 # Without --grid: each method at its defaults (weighted and jlf with the search and patch
 # voting), and jlf voxel by voxel beside them; --methods picks some.
 DEFAULTS = {"majority": [], "weighted": [], "jlf": [], "jlf-per-voxel": PER_VOXEL}

@@ -18,11 +18,13 @@ at::Tensor labels_of(std::initializer_list<int> v, int64_t d, int64_t h, int64_t
 }
 
 // The methods as Wang et al. and Artaechevarria et al. define them, voxel by voxel:
-// no local search, no patch voting (the defaults add both; tested on their own below).
+// no local search, no patch voting (the defaults add both; tested on their own below),
+// with the α chosen for them.
 Options per_voxel() {
   Options o;
   o.search_radius = 0;
   o.patch_vote = false;
+  o.alpha = 0.1;  // the voxel-by-voxel setting
   return o;
 }
 

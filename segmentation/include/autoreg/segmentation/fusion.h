@@ -47,7 +47,7 @@ struct Options {
   int patch_radius = 2;         // r: patches of (2r+1)³ voxels (weighted, jlf)
   double power = 2;             // weighted: the weight is (local MSD + ε)^-power
   double beta = 2;              // jlf: exponent of M's entries
-  double alpha = 0.1;           // jlf: added to M's diagonal (keeps M invertible)
+  double alpha = 0.01;          // jlf: added to M's diagonal (keeps M invertible; ANTs' default)
   // weighted, jlf: each atlas is read where its patch best matches the target's within
   // ±search voxels (Wang et al. 2013's local search; ANTs' -s, default 3): its label and
   // patch at x are those at x + o(x). 0: read where registration put it.
