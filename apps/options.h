@@ -11,6 +11,7 @@
 #include "autoreg/io/grid.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/registration/genotype.h"
+#include "autoreg/registration/model_file.h"
 #include "exit_codes.h"
 
 namespace autoreg::apps {
@@ -64,6 +65,15 @@ inline registration::Genotype read_genotype_option(const std::string& path) {
     return registration::read_genotype(path);
   } catch (const std::invalid_argument& e) {
     throw io::IoError(e.what());
+  }
+}
+
+// An inverse field needs a model whose fields are velocities: refused before any work,
+// as bad input naming the model file.
+inline void check_invertible(const registration::Model& model, const std::string& path) {
+  if (!model.info.network.diffeomorphic) {
+    throw io::IoError(path + ": this model's network is not diffeomorphic (its fields are not velocities), so it has "
+                      "no inverse of its own; register without the inverse field, or with a diffeomorphic model");
   }
 }
 

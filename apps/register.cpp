@@ -58,6 +58,7 @@ nlohmann::json run(RegisterParams p) {
   }
   pipeline::StageTimes times;
   if (!p.model.empty()) p.options.model = std::make_shared<registration::Model>(registration::load_model(p.model));
+  if (p.options.model && !p.out_inverse_field.empty()) check_invertible(*p.options.model, p.model);
   PairInputs in = read_pair_inputs(p);
   times.lap("read");
   return register_inputs(p, std::move(in), times);

@@ -149,6 +149,7 @@ int run_pairs(RegisterParams base, const std::string& pairs_csv, const std::stri
   std::vector<Pair> pairs = read_pairs(base, pairs_csv, out_dir, inverse);
   make_output_folder("--out-dir", out_dir);
   if (!base.model.empty()) base.options.model = std::make_shared<registration::Model>(registration::load_model(base.model));
+  if (base.options.model && inverse) check_invertible(*base.options.model, base.model);
   for (auto& pair : pairs) pair.params.options.model = base.options.model;
 
   const size_t n = pairs.size();

@@ -65,6 +65,7 @@ nlohmann::json run(SegmentParams p) {
   if (!p.qc.empty()) io::check_output(p.qc);
   const std::vector<pipeline::AtlasFiles> atlases = read_atlases(p.atlases);
   if (!p.model.empty()) p.options.pair.model = std::make_shared<registration::Model>(registration::load_model(p.model));
+  if (p.options.pair.model && p.options.pair.inverse) check_invertible(*p.options.pair.model, p.model);
   const io::Volume target = io::read_volume(p.target);
   io::Volume truth;
   if (!p.target_labels.empty()) {
