@@ -98,15 +98,15 @@ def fuse(args):
             runs = [(m, e) for m, settings in SETTINGS.items() for e in settings] if args.grid else \
                 [(m, e) for m, e in DEFAULTS.items() if m in args.methods.split(",")]
             for method, extra in runs:
-                    cmd = [AUTOREG, "segment", "--registered", "--atlases", csv, "--target", image, "--target-labels", labels,
-                           "--out", d / f"fused-{method}.nii.gz", "--fusion", method.split("-")[0], "--threads", args.threads,
-                           "--json"] + extra
-                    wall, peak, out = timed(cmd, d / "fuse.log")
-                    j = json.loads(out)
-                    row = {"target": t, "mode": mode, "atlases": n, "method": method, "settings": " ".join(extra),
-                           "dice": j["dice"], "fusion_seconds": j["fusion_seconds"], "wall_s": wall, "peak_mib": peak}
-                    rows.append(row)
-                    print(json.dumps(row), flush=True)
+                cmd = [AUTOREG, "segment", "--registered", "--atlases", csv, "--target", image, "--target-labels", labels,
+                       "--out", d / f"fused-{method}.nii.gz", "--fusion", method.split("-")[0], "--threads", args.threads,
+                       "--json"] + extra
+                wall, peak, out = timed(cmd, d / "fuse.log")
+                j = json.loads(out)
+                row = {"target": t, "mode": mode, "atlases": n, "method": method, "settings": " ".join(extra),
+                       "dice": j["dice"], "fusion_seconds": j["fusion_seconds"], "wall_s": wall, "peak_mib": peak}
+                rows.append(row)
+                print(json.dumps(row), flush=True)
     with open(Path(args.out) / ("grid.jsonl" if args.grid else "fuse.jsonl"), "a") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")

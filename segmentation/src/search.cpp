@@ -23,6 +23,21 @@ std::vector<std::array<int, 3>> search_offsets(int s) {
   return offsets;
 }
 
+namespace {
+
+// Where offset k (search_offsets' order) moves a read in volumes padded by s, whose
+// planes are hp × wp: added to a voxel's index at offset (−s, −s, −s).
+std::vector<int64_t> padded_steps(int s, int64_t hp, int64_t wp) {
+  const auto offsets = search_offsets(s);
+  std::vector<int64_t> step(offsets.size());
+  for (size_t k = 0; k < offsets.size(); ++k) {
+    step[k] = (offsets[k][0] + s) * hp * wp + (offsets[k][1] + s) * wp + (offsets[k][2] + s);
+  }
+  return step;
+}
+
+}  // namespace
+
 Searched search(const at::Tensor& target_in, const at::Tensor& atlas_in, const at::Tensor& labels_in, int s, int r) {
   const at::Tensor target = target_in.to(at::kFloat).contiguous();
   const int64_t d = target.size(0), h = target.size(1), w = target.size(2);
@@ -54,10 +69,7 @@ Fused fuse_searched(const at::Tensor& target_in, const std::vector<Searched>& at
   const int s = o.search_radius, r = o.patch_radius;
   const int64_t d = target.size(0), h = target.size(1), w = target.size(2), total = d * h * w;
   const int64_t hp = h + 2 * s, wp = w + 2 * s;
-  const auto offsets = search_offsets(s);
-  // Where offset k moves a read in the padded volumes.
-  std::vector<int64_t> step(offsets.size());
-  for (size_t k = 0; k < offsets.size(); ++k) step[k] = (offsets[k][0] + s) * hp * wp + (offsets[k][1] + s) * wp + (offsets[k][2] + s);
+  const std::vector<int64_t> step = padded_steps(s, hp, wp);
   std::vector<const int16_t*> chosen;
   std::vector<const float*> msd, image;
   std::vector<const int32_t*> labels;
@@ -148,9 +160,7 @@ void vote_searched_patches(Fused& fused, const std::vector<Searched>& atlases, c
   const int s = o.search_radius, r = o.patch_radius;
   const int64_t d = fused.labels.size(0), h = fused.labels.size(1), w = fused.labels.size(2), total = d * h * w;
   const int64_t hp = h + 2 * s, wp = w + 2 * s;
-  const auto offsets = search_offsets(s);
-  std::vector<int64_t> step(offsets.size());
-  for (size_t k = 0; k < offsets.size(); ++k) step[k] = (offsets[k][0] + s) * hp * wp + (offsets[k][1] + s) * wp + (offsets[k][2] + s);
+  const std::vector<int64_t> step = padded_steps(s, hp, wp);
   // Only voxels near a disagreement can change: those within r of one.
   at::Tensor differ = at::zeros({d, h, w}, at::kBool);
   for (int a = 1; a < n; ++a) differ.logical_or_(fused.searched_labels[a].ne(fused.searched_labels[0]));
