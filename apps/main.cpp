@@ -14,6 +14,7 @@
 
 #include "autoreg/io/volume.h"
 #include "autoreg/ops.h"
+#include "autoreg/parallel/worker.h"
 #include "autoreg/registration/archive.h"
 #include "exit_codes.h"
 
@@ -24,6 +25,7 @@ int run_register(int argc, char** argv);
 int run_train(int argc, char** argv);
 int run_search(int argc, char** argv);
 int run_segment(int argc, char** argv);
+int run_validate(int argc, char** argv);
 }  // namespace autoreg::apps
 
 namespace {
@@ -49,7 +51,19 @@ const Subcommand kSubcommands[] = {
      "search the network architecture and training objective for a dataset, then retrain it", true},
     {"segment", autoreg::apps::run_segment,
      "segment a target by registering labelled atlases onto it and fusing their labels"},
+    {"validate", autoreg::apps::run_validate,
+     "evaluate a training run's checkpoints as they are written (train starts it), keeping the best"},
 };
+
+// The exit code of an error that ended a subcommand (exit_codes.h).
+int exit_code(const std::exception& e) {
+  using namespace autoreg::apps;
+  if (dynamic_cast<const Interrupted*>(&e)) return kInterrupted;
+  if (dynamic_cast<const UsageError*>(&e)) return kUsage;
+  if (dynamic_cast<const autoreg::registration::ModelFileError*>(&e)) return kBadInput;
+  if (dynamic_cast<const autoreg::io::IoError*>(&e)) return kBadInput;
+  return kFailure;
+}
 
 void usage(std::FILE* out) {
   std::fprintf(out, "usage: autoreg <subcommand> [options]   (autoreg <subcommand> --help)\n\n");
@@ -104,24 +118,15 @@ int main(int argc, char** argv) {
     } catch (const TCLAP::ArgException& e) {
       std::fprintf(stderr, "autoreg %s: %s (%s)\n", s.name, e.error().c_str(), e.argId().c_str());
       return kUsage;
-    } catch (const Interrupted& e) {
-      std::fprintf(stderr, "autoreg %s: %s\n", s.name, e.what());
-      return kInterrupted;
-    } catch (const UsageError& e) {
-      std::fprintf(stderr, "autoreg %s: %s\n", s.name, e.what());
-      return kUsage;
-    } catch (const autoreg::registration::ModelFileError& e) {
-      std::fprintf(stderr, "autoreg %s: %s\n", s.name, e.what());
-      return kBadInput;
-    } catch (const autoreg::io::IoError& e) {
-      std::fprintf(stderr, "autoreg %s: %s\n", s.name, e.what());
-      return kBadInput;
     } catch (const std::exception& e) {
       // The first line of a torch error is the message; the rest is its stack.
       std::string what = e.what();
       what = what.substr(0, what.find('\n'));
       std::fprintf(stderr, "autoreg %s: %s\n", s.name, what.c_str());
-      return kFailure;
+      const int code = exit_code(e);
+      // A rank under a supervisor tells it what ended it (parallel/worker.h).
+      autoreg::parallel::report_failure(e, code);
+      return code;
     }
   }
   std::fprintf(stderr, "autoreg: unknown subcommand '%s'\n", argv[1]);

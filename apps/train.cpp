@@ -3,12 +3,15 @@
 //               [--similarity ncc|mse|mind] [--lambda λ] [--objective WEIGHTS] [--dice-weight W]
 //               [--synthetic F] [--no-augment] [--checkpoint-every N] [--validate-every N]
 //               [--cache DIR] [--log FILE] [--device cpu|cuda] [--threads T] [--seed S] [--resume]
+//               [--batch G] [--nproc N [--max-restarts R]] [--collective-timeout S]
 //
 // Preprocesses the manifest's subjects onto the model grid (cached), trains the network,
 // writes a checkpoint (<out>.ckpt) every N steps and the model at the end. A progress
 // line goes to stderr, one JSON line per step to the log (<out>.log.jsonl). --resume
 // continues from the checkpoint and cuts the log back to it. SIGINT/SIGTERM write a
-// checkpoint and exit with 4.
+// checkpoint and exit with 4. Under torchrun or srun (or --nproc) the ranks train
+// data-parallel: rank 0 alone preprocesses, logs, checkpoints and writes the model;
+// failures are diagnosed in <out>.failures.jsonl.
 #include <tclap/CmdLine.h>
 
 #include <ATen/Parallel.h>
@@ -29,42 +32,72 @@
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/train.h"
 #include "exit_codes.h"
+#include "autoreg/parallel/evaluation.h"
+#include "autoreg/parallel/failure.h"
+#include "autoreg/parallel/worker.h"
 #include "options.h"
 #include "run_log.h"
+#include "scale_out.h"
 #include "training_loop.h"
+#include "validation_process.h"
 
 namespace autoreg::apps {
 namespace {
 
 struct TrainParams {
-  std::string manifest, out, cache, log;
+  std::string manifest, out, cache, log, failures;
   registration::ModelInfo info;
   registration::TrainOptions options;
   int64_t epochs = 0;  // > 0: steps = epochs × training subjects
   int64_t size_multiple = 4;  // what the network needs of the grid's sizes
   int64_t checkpoint_every = 100, validate_every = 100;
   bool resume = false;
+  bool batch_set = false;  // --batch given (else: one pair per rank, or the checkpoint's)
+  double max_unreadable = 0;  // share of rows that may be unreadable (skipped)
+  std::string validation = "decoupled";  // inline | decoupled | off (training_loop.h)
+  int validation_threads = 1;
 };
 
-int train(TrainParams p) {
+int train(TrainParams p, Distributed& dist) {
+  const bool lead = dist.lead();
   io::check_output(p.out);
   io::check_output(p.log);
   const std::string checkpoint = p.out + ".ckpt";
+  // Restarted by a launcher (torchrun, --nproc): on from the last checkpoint, if any.
+  if (dist.restarted() && std::filesystem::exists(checkpoint)) p.resume = true;
   if (p.resume && !std::filesystem::exists(checkpoint)) {
     throw UsageError("--resume: no checkpoint " + checkpoint + " to resume from");
+  }
+  if (!p.batch_set) {
+    // One pair per rank; resumed: the checkpoint's global batch, whatever the ranks now.
+    p.options.batch = dist.world();
+    if (p.resume) {
+      const registration::Archive a = registration::read_archive(checkpoint, "CHECKPOINT");
+      p.options.batch = a.has_field("run.batch") ? std::stoll(a.field("run.batch", checkpoint)) : 1;
+    }
   }
   const io::Manifest manifest = io::read_manifest(p.manifest);
   pipeline::DatasetOptions dataset;
   dataset.cache_dir = p.cache;
+  dataset.max_unreadable_fraction = p.max_unreadable;
   dataset.affine.similarity = p.options.similarity;  // mind: mutual information, as in register
-  dataset.progress = [](const std::string& line) { std::fprintf(stderr, "preprocess: %s\n", line.c_str()); };
+  dataset.progress = [&](const std::string& line) {
+    if (!lead) return;
+    std::fprintf(stderr, "preprocess: %s\n", line.c_str());
+    if (line.rfind("skipped: ", 0) == 0) {
+      parallel::append_failure(p.failures, {"unreadable_data", line.substr(9), 0, -1, "skipped"});
+    }
+  };
   registration::TrainingSet data;
+  // Rank 0 preprocesses into the cache; the others read what it wrote.
+  if (!lead) dist.collective->barrier();
   try {
     data = pipeline::load_training_set(manifest, p.info, p.size_multiple, dataset);
   } catch (const std::invalid_argument& e) {
     throw io::IoError(e.what());  // a manifest that cannot train: bad input
   }
-  std::fprintf(stderr, "training set: %zu training, %zu validation subjects%s; model grid %ldx%ldx%ld at %g mm\n",
+  if (lead && dist.collective) dist.collective->barrier();
+  if (lead) std::fprintf(stderr, "training set: %zu training, %zu validation subjects%s; model grid %ldx%ldx%ld at %g mm\n",
                data.train.size(), data.validation.size(), data.atlas ? ", atlas mode" : ", pairwise mode",
                long(p.info.grid[0]), long(p.info.grid[1]), long(p.info.grid[2]), p.info.spacing[0]);
   if (p.epochs > 0) p.options.steps = p.epochs * int64_t(data.train.size());
@@ -78,25 +111,66 @@ int train(TrainParams p) {
     throw io::IoError(p.manifest + ": " + e.what());
   }
   registration::Trainer& trainer = *made;
-  if (trainer.validation_pair_count() == 0) {
+  if (dist.collective) trainer.distribute(*dist.collective);
+  if (lead && dist.collective) {
+    std::fprintf(stderr, "data-parallel: %d ranks, %ld pairs per step (global batch)\n", dist.world(),
+                 long(p.options.batch));
+  }
+  if (lead && trainer.validation_pair_count() == 0) {
     std::fprintf(stderr, "note: no validation Dice: it needs labelled 'val' subjects and %s\n",
                  data.atlas ? "an atlas with labels" : "at least two of them (pairwise mode)");
   }
   double earlier_seconds = 0;  // training time before this run (resume)
   if (p.resume) {
     trainer.resume(checkpoint);
-    earlier_seconds = cut_log_to(p.log, trainer.step());
-    std::fprintf(stderr, "resumed from %s at step %ld\n", checkpoint.c_str(), long(trainer.step()));
+    if (lead) {
+      earlier_seconds = cut_log_to(p.log, trainer.step());
+      std::fprintf(stderr, "resumed from %s at step %ld\n", checkpoint.c_str(), long(trainer.step()));
+    }
+  }
+  // Decoupled validation: a watcher process evaluates the checkpoints (rank 0 starts it).
+  std::unique_ptr<ValidationProcess> watcher;
+  if (lead && p.validation == "decoupled" && trainer.validation_pair_count() > 0) {
+    ValidationRun v;
+    v.out = p.out;
+    v.manifest = p.manifest;
+    v.cache = p.cache;
+    v.similarity = p.options.similarity;
+    v.device = p.options.device;
+    v.size_multiple = p.size_multiple;
+    v.max_unreadable = p.max_unreadable;
+    v.seed = p.options.seed;
+    v.threads = p.validation_threads;
+    v.fresh = !p.resume;
+    watcher = std::make_unique<ValidationProcess>(v);
   }
   TrainingLoop loop;
+  loop.validation = watcher ? "decoupled" : p.validation == "inline" ? "inline" : "off";
+  loop.evaluations = watcher ? watcher->results() : "";
   loop.log = p.log;
+  loop.failures = p.failures;
   loop.checkpoint = checkpoint;
   loop.steps = p.options.steps;
   loop.earlier_seconds = earlier_seconds;
   loop.checkpoint_every = p.checkpoint_every;
   loop.validate_every = p.validate_every;
   const TrainingOutcome outcome = run_training(trainer, loop);
-  const double validation = outcome.validation_dice;
+  double validation = outcome.validation_dice;
+  if (!lead) return kOk;
+  if (watcher) {
+    // The watcher evaluates the last checkpoint, then ends: the model's Dice is its.
+    const auto evaluated = watcher->finish();
+    const parallel::EvaluatedStep* best = nullptr;
+    for (const auto& e : evaluated) {
+      if (e.best) best = &e;
+      if (e.step == trainer.step()) validation = e.dice;
+    }
+    if (std::isfinite(validation)) std::fprintf(stderr, "validation Dice %.4f at step %ld\n", validation, long(trainer.step()));
+    if (best) {
+      std::fprintf(stderr, "best validation Dice %.4f at step %ld: %s.best.ckpt\n", best->dice, long(best->step),
+                   p.out.c_str());
+    }
+  }
   std::time_t now = std::time(nullptr);
   char date[32];
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
@@ -145,7 +219,7 @@ int run_train(int argc, char** argv) {
   TCLAP::SwitchArg no_augment("", "no-augment", "no random deformations and intensity changes", cmd, false);
   TCLAP::SwitchArg plain("", "no-diffeomorphic", "predict displacements directly instead of integrating velocity fields", cmd, false);
   TCLAP::ValueArg<int64_t> checkpoint_every("", "checkpoint-every", "steps between checkpoints (default 100)", false, 100, "N", cmd);
-  TCLAP::ValueArg<int64_t> validate_every("", "validate-every", "steps between validations (default 100)", false, 100, "N", cmd);
+  TCLAP::ValueArg<int64_t> validate_every("", "validate-every", "with --validation inline: steps between validations (default 100)", false, 100, "N", cmd);
   TCLAP::ValueArg<std::string> cache("", "cache", "folder for preprocessed volumes (default <out>.cache)", false, "", "DIR", cmd);
   TCLAP::ValueArg<std::string> log("", "log", "JSON-lines training log (default <out>.log.jsonl)", false, "", "FILE", cmd);
   std::vector<std::string> devices = {"cpu", "cuda"};
@@ -154,6 +228,14 @@ int run_train(int argc, char** argv) {
   TCLAP::ValueArg<int> threads("", "threads", "CPU threads (default: all)", false, 0, "T", cmd);
   TCLAP::ValueArg<uint64_t> seed("", "seed", "random seed (default 0)", false, 0, "S", cmd);
   TCLAP::SwitchArg resume("", "resume", "continue from <out>.ckpt (same options)", cmd, false);
+  TCLAP::ValueArg<int64_t> batch("", "batch", "pairs per step over all ranks, the global batch (default: one per rank; resumed: the checkpoint's)", false, 1, "G", cmd);
+  TCLAP::ValueArg<double> max_unreadable("", "max-unreadable", "share of manifest rows that may be unreadable (reported, skipped and listed in <out>.failures.jsonl; default 0: none)", false, 0, "F", cmd);
+  std::vector<std::string> validations = {"decoupled", "inline", "off"};
+  TCLAP::ValuesConstraint<std::string> validation_allowed(validations);
+  TCLAP::ValueArg<std::string> validation("", "validation", "decoupled (default: a separate process evaluates each checkpoint, <out>.validation.jsonl, and keeps the best, <out>.best.ckpt), inline (every --validate-every steps; training waits) or off", false, "decoupled", &validation_allowed, cmd);
+  TCLAP::ValueArg<int> validation_threads("", "validation-threads", "threads of the decoupled validation process (default 1)", false, 1, "T", cmd);
+  TCLAP::SwitchArg sync_checkpoints("", "sync-checkpoints", "write checkpoints in the training thread, not in the background (to measure what that costs)", cmd, false);
+  ScaleOutArgs scale(cmd);
   cmd.setExceptionHandling(false);
   cmd.parse(argc, argv);
 
@@ -162,6 +244,7 @@ int run_train(int argc, char** argv) {
   p.out = out.getValue();
   p.cache = cache.isSet() ? cache.getValue() : p.out + ".cache";
   p.log = log.isSet() ? log.getValue() : p.out + ".log.jsonl";
+  p.failures = p.out + ".failures.jsonl";
   const std::string genotype_file = genotype.getValue();
   refuse_overwrite({&p.out, &p.log}, {&p.manifest, &genotype_file});
   if (p.out == p.log) throw UsageError("--log and --out name the same file");
@@ -214,9 +297,21 @@ int run_train(int argc, char** argv) {
   p.checkpoint_every = checkpoint_every.getValue();
   p.validate_every = validate_every.getValue();
   p.resume = resume.getValue();
+  if (batch.isSet() && batch.getValue() < 1) throw UsageError("--batch must be at least 1");
+  p.batch_set = batch.isSet();
+  o.async_checkpoints = !sync_checkpoints.getValue();
+  p.validation = validation.getValue();
+  if (validation_threads.getValue() < 1) throw UsageError("--validation-threads must be at least 1");
+  p.validation_threads = validation_threads.getValue();
+  if (!(max_unreadable.getValue() >= 0 && max_unreadable.getValue() < 1)) throw UsageError("--max-unreadable must be in [0, 1)");
+  p.max_unreadable = max_unreadable.getValue();
+  o.batch = batch.getValue();
+  if (const auto code = supervise_if_asked(scale, argc, argv, "train", threads.getValue(), p.failures)) return *code;
   if (threads.getValue() > 0) at::set_num_threads(threads.getValue());
+  Distributed dist = join_if_distributed(scale, o.device);
+  o.inject_nan_at = parallel::injected_non_finite_step(dist.rank());  // tests (parallel/worker.h)
   install_stop_handlers();
-  return train(p);
+  return train(p, dist);
 }
 
 }  // namespace autoreg::apps

@@ -6,9 +6,13 @@
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "autoreg/io/volume.h"
+#include "autoreg/parallel/evaluation.h"
+#include "autoreg/parallel/failure.h"
+#include "autoreg/parallel/worker.h"
 #include "exit_codes.h"
 #include "run_log.h"
 
@@ -28,18 +32,40 @@ void install_stop_handlers() {
 bool stop_requested() { return g_stop != 0; }
 
 TrainingOutcome run_training(registration::Trainer& trainer, const TrainingLoop& loop) {
-  std::ofstream log(loop.log, trainer.step() > 0 ? std::ios::app : std::ios::trunc);
-  if (!log) throw io::IoError(loop.log + ": cannot write the training log");
+  const bool lead = trainer.rank() == 0;
+  std::ofstream log;
+  if (lead) {
+    log.open(loop.log, trainer.step() > 0 ? std::ios::app : std::ios::trunc);
+    if (!log) throw io::IoError(loop.log + ": cannot write the training log");
+  }
   using Clock = std::chrono::steady_clock;
   const auto started = Clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
-  const auto out_of_time = [&] { return loop.budget_seconds > 0 && loop.earlier_seconds + elapsed() >= loop.budget_seconds; };
+  // Data-parallel, the ranks decide together (their clocks and signals differ): rank 0's
+  // clock says when time is up, and a stop asked for on any rank stops them all.
+  const auto out_of_time = [&] {
+    const bool mine = loop.budget_seconds > 0 && loop.earlier_seconds + elapsed() >= loop.budget_seconds;
+    return trainer.collective() ? trainer.collective()->any(lead && mine) : mine;
+  };
   const int64_t first = trainer.step();
   double validation = std::nan("");
   int64_t logged = first;
-  while (trainer.step() < loop.steps && !out_of_time()) {
+  int64_t rollbacks = trainer.rollbacks();
+  uintmax_t evaluations_size = 0;  // decoupled validation: the results file's size at the last look
+  int64_t validated_step = first;
+  bool time_up = out_of_time();
+  while (trainer.step() < loop.steps && !time_up) {
+    const int64_t rollbacks_before = rollbacks;
+    parallel::inject_failure(trainer.step() + 1, trainer.rank());  // tests (worker.h)
     const registration::StepReport r = trainer.train_step();
-    if (r.step <= logged) {
+    rollbacks = r.rollbacks;
+    parallel::report_step(r.step);
+    if (lead && r.rollbacks > rollbacks_before && !loop.failures.empty()) {
+      parallel::append_failure(loop.failures, {"non_finite", "a non-finite loss or gradient, or a gradient spike", 0,
+                                               r.step, "rolled back to the last good state at a smaller learning rate (" +
+                                                           std::to_string(r.rollbacks) + " rollbacks so far)"});
+    }
+    if (lead && r.step <= logged) {
       // A rollback (a gradient spike) went back to an earlier state: the log forgets the
       // abandoned steps, as a resume would.
       log.close();
@@ -49,19 +75,36 @@ TrainingOutcome run_training(registration::Trainer& trainer, const TrainingLoop&
                    loop.label.c_str(), long(r.step), long(r.rollbacks));
     }
     logged = r.step;
-    const bool last = r.step == loop.steps || out_of_time();
+    time_up = out_of_time();
+    const bool last = r.step == loop.steps || time_up;
     nlohmann::json line = {{"step", r.step}, {"loss", r.loss}, {"similarity", r.similarity},
                            {"smoothness", r.smoothness}, {"dice_loss", r.dice}, {"gradient_norm", r.gradient_norm},
                            {"rollbacks", r.rollbacks}};
-    if (r.step % loop.validate_every == 0 || last) {
+    if (trainer.collective()) line["allreduce_seconds"] = r.seconds_allreduce;
+    if (lead && loop.validation == "inline" && (r.step % loop.validate_every == 0 || last)) {
       validation = trainer.validate();
       if (std::isfinite(validation)) line["validation_dice"] = validation;
     }
+    if (lead && loop.validation == "decoupled") {
+      // What the watcher has evaluated since the last look (read when the file grew).
+      std::error_code ec;
+      const auto size = std::filesystem::file_size(loop.evaluations, ec);
+      if (!ec && size != evaluations_size) {
+        evaluations_size = size;
+        const auto arrived = parallel::read_evaluations(loop.evaluations, validated_step);
+        if (!arrived.empty()) {
+          validated_step = arrived.back().step;
+          validation = arrived.back().dice;
+          if (std::isfinite(validation)) line["validation_dice"] = validation;
+          line["validated_step"] = validated_step;
+        }
+      }
+    }
     const double per_step = elapsed() / double(r.step - first);
     line["seconds"] = loop.earlier_seconds + elapsed();
-    log << line.dump() << "\n" << std::flush;
+    if (lead) log << line.dump() << "\n" << std::flush;
     if (r.step % loop.checkpoint_every == 0 || last) trainer.save_checkpoint(loop.checkpoint);
-    if (r.step % 10 == 0 || last || r.step == first + 1) {
+    if (lead && (r.step % 10 == 0 || last || r.step == first + 1)) {
       const double left = loop.budget_seconds > 0
                               ? std::min(loop.budget_seconds - loop.earlier_seconds - elapsed(),
                                          per_step * double(loop.steps - r.step))
@@ -72,14 +115,18 @@ TrainingOutcome run_training(registration::Trainer& trainer, const TrainingLoop&
                    std::isfinite(validation) ? std::to_string(validation).substr(0, 5).c_str() : "-", per_step,
                    duration(std::max(0.0, left)).c_str());
     }
-    if (stop_requested() && !last) {
+    // Every rank stops at the same step (a signal may reach them at different moments).
+    const bool stop = trainer.collective() ? trainer.collective()->any(stop_requested()) : stop_requested();
+    if (stop && !last) {
       trainer.save_checkpoint(loop.checkpoint);
+      trainer.finish_checkpoints();
       throw Interrupted("interrupted at step " + std::to_string(r.step) + ": checkpoint " + loop.checkpoint +
                         " written; continue with --resume");
     }
   }
+  trainer.finish_checkpoints();
   // Nothing left to run (a finished run resumed): the model's Dice all the same.
-  if (trainer.step() == first) validation = trainer.validate();
+  if (lead && loop.validation == "inline" && trainer.step() == first) validation = trainer.validate();
   return {validation, loop.earlier_seconds + elapsed(), elapsed()};
 }
 

@@ -17,12 +17,18 @@ bool stop_requested();
 
 struct TrainingLoop {
   std::string log;              // JSON lines, one per step (appended to when resuming)
+  std::string failures;         // JSON lines, one per fault rolled back (parallel/failure.h); "": none
   std::string checkpoint;
   int64_t steps = 0;            // stop at this step
   double budget_seconds = 0;    // > 0: also stop once the training time (all runs) reaches it
   double earlier_seconds = 0;   // training time before this run (resume)
   int64_t checkpoint_every = 100, validate_every = 100;
   std::string label = "step";   // the progress line's first word
+  // inline: validate every validate_every steps (rank 0; the step waits); decoupled: a
+  // watcher process evaluates the checkpoints and its results (`evaluations`, JSON lines,
+  // parallel/evaluation.h) go into the log and the progress line as they arrive; off.
+  std::string validation = "inline";
+  std::string evaluations;
 };
 
 struct TrainingOutcome {
@@ -33,7 +39,9 @@ struct TrainingOutcome {
 
 // Runs `trainer` on. The log line: step, loss, similarity, smoothness, dice_loss,
 // seconds, and validation_dice when validated. Throws Interrupted (after a checkpoint)
-// when a stop was asked for.
+// when a stop was asked for (on any rank: the ranks agree each step). Data-parallel,
+// rank 0 alone logs, validates and prints; every rank takes part in the checkpoints
+// (trainer.h).
 TrainingOutcome run_training(registration::Trainer& trainer, const TrainingLoop& loop);
 
 }  // namespace autoreg::apps

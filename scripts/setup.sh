@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs everything autoreg needs to build and test, and nothing twice.
 #
-#   Debian packages: ITK 5.2, TCLAP, nlohmann-json, GoogleTest, Google Benchmark,
+#   Debian packages: ITK 5.2, TCLAP, nlohmann-json, GoogleTest, Google Benchmark, gloo's headers,
 #                    ccache, ninja, CMake, a C++ compiler, Python's venv, elastix
 #                    (the comparison in bench/register_e2e.py), chromium (a test opens
 #                    the batch's QC page in it, headless).
@@ -25,6 +25,7 @@ APT_PACKAGES=(build-essential cmake ninja-build ccache git python3 python3-venv
   libdeflate-dev   # the parallel .nii.gz writer
   zlib1g-dev       # reading .gz inputs to their end (files cut short)
   libhdf5-dev      # checking .h5 transform files before ITK reads them
+  libgloo-dev      # gloo's headers, which c10d's ProcessGroupGloo.hpp includes (parallel/)
   libgdcm-tools    # GDCM's CMake package (pulled in by ITK) names its tools
   elastix          # the reference bench/register_e2e.py compares against
   chromium)        # the headless browser a test opens the batch's QC page (index.html) in

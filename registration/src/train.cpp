@@ -6,6 +6,7 @@
 #include <torch/optim/adam.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -33,7 +34,8 @@ Trainer::Trainer(Model& model, TrainingSet data, TrainOptions options)
       data_(std::move(data)),
       options_(std::move(options)),
       device_(options_.device == "cuda" ? at::kCUDA : at::kCPU),
-      guard_(options_.spike_factor, options_.max_rollbacks) {
+      guard_(options_.spike_factor, options_.max_rollbacks),
+      writer_(options_.async_checkpoints) {
   check_similarity(options_.similarity);
   if (options_.device != "cpu" && options_.device != "cuda") {
     throw std::invalid_argument("device must be cpu or cuda, got '" + options_.device + "'");
@@ -42,6 +44,7 @@ Trainer::Trainer(Model& model, TrainingSet data, TrainOptions options)
     throw std::runtime_error("--device cuda: " + ops::cuda_unavailable_reason());
   }
   const bool atlas = data_.atlas.has_value();
+  if (options_.batch < 1) throw std::invalid_argument("the batch needs at least one pair");
   if (data_.train.size() < (atlas ? 1u : 2u)) {
     throw std::invalid_argument(atlas ? "training needs at least one subject besides the atlas"
                                       : "pairwise training needs at least two subjects");
@@ -96,20 +99,26 @@ void Trainer::set_learning_rate() {
   }
 }
 
-StepReport Trainer::try_step() {
+struct Trainer::PairTerms {
+  double loss = 0, similarity = 0, smoothness = 0, dice = 0;
+};
+
+// Pair g of this step: drawn, registered, and its loss / batch back-propagated (the
+// gradients of the step's pairs add up to the gradient of their mean).
+Trainer::PairTerms Trainer::pair_gradient(int64_t g) {
   const at::Device& device = device_;
-  // This step's randomness depends on (seed, step) alone: resuming repeats it exactly.
-  std::mt19937_64 rng(options_.seed * 0x9E3779B97F4A7C15ULL + uint64_t(step_));
-  at::manual_seed(options_.seed * 1000003ULL + uint64_t(step_));
+  // This pair's randomness depends on (seed, step, g) alone: resuming repeats it exactly,
+  // with any number of ranks. Pair 0 draws as a step did before batches.
+  const uint64_t pair = uint64_t(g) * 0xD1B54A32D192ED03ULL;
+  std::mt19937_64 rng(options_.seed * 0x9E3779B97F4A7C15ULL + uint64_t(step_) + pair);
+  at::manual_seed(options_.seed * 1000003ULL + uint64_t(step_) + pair);
   DrawOptions draw;
   draw.augment = options_.augment;
   draw.deformation_voxels = options_.deformation_voxels;
   draw.synthetic_fraction = options_.synthetic_fraction;
-  const TrainingPair pair = draw_pair(data_, data_.train, draw, rng);
-  const at::Tensor m = pair.moving.to(device), f = pair.fixed.to(device);
+  const TrainingPair p = draw_pair(data_, data_.train, draw, rng);
+  const at::Tensor m = p.moving.to(device), f = p.fixed.to(device);
 
-  model_.network->train();
-  adam_->zero_grad();
   const at::Tensor u = model_.network->forward(m, f);
   const at::Tensor warped = ops::warp(m, u, ops::Interpolation::Linear, ops::Padding::Border);
   at::Tensor sim, smooth, weighted;
@@ -127,37 +136,73 @@ StepReport Trainer::try_step() {
     smooth = terms[kSmoothness];
   }
   const double smoothness_weight = options_.objective ? options_.objective->lambda[kSmoothness] : options_.smoothness;
-  const std::vector<int64_t> labels = options_.dice_weight > 0 && pair.moving_labels.defined() && pair.fixed_labels.defined()
-                                          ? shared_labels(pair.moving_labels, pair.fixed_labels)
+  const std::vector<int64_t> labels = options_.dice_weight > 0 && p.moving_labels.defined() && p.fixed_labels.defined()
+                                          ? shared_labels(p.moving_labels, p.fixed_labels)
                                           : std::vector<int64_t>{};
   // The similarity of a synthetic image to another image measures the synthesiser, not
   // the alignment: a pair with a synthetic image learns from its label maps alone (as
   // SynthMorph does) when it has them.
-  at::Tensor loss = (pair.synthetic && !labels.empty() ? 0.0 : 1.0) * weighted + smoothness_weight * smooth;
-  double dice_term = 0;
+  at::Tensor loss = (p.synthetic && !labels.empty() ? 0.0 : 1.0) * weighted + smoothness_weight * smooth;
+  PairTerms t;
   if (!labels.empty()) {
-    const at::Tensor d = label_dice_loss(pair.moving_labels, pair.fixed_labels, u, labels);
+    const at::Tensor d = label_dice_loss(p.moving_labels, p.fixed_labels, u, labels);
     loss = loss + options_.dice_weight * d;
-    dice_term = d.item<double>();
+    t.dice = d.item<double>();
   }
+  t.loss = loss.item<double>();
+  (loss / double(options_.batch)).backward();
+  t.similarity = sim.item<double>();
+  t.smoothness = smooth.item<double>();
+  return t;
+}
+
+StepReport Trainer::try_step() {
+  const int world = collective_ ? collective_->world() : 1;
+  model_.network->train();
+  adam_->zero_grad();
+  PairTerms sum;
+  for (int64_t g = rank(); g < options_.batch; g += world) {
+    const PairTerms t = pair_gradient(g);
+    sum.loss += t.loss;
+    sum.similarity += t.similarity;
+    sum.smoothness += t.smoothness;
+    sum.dice += t.dice;
+  }
+  // The gradients and the terms, summed across ranks in one call. Distributed, every
+  // parameter has a gradient (zeros where this rank's pairs gave none: another rank's may
+  // have); alone, a parameter without one is left to Adam as it was.
+  std::vector<at::Tensor> parts;
+  for (auto& w : model_.network->parameters()) {
+    if (collective_ && !w.grad().defined()) w.mutable_grad() = at::zeros_like(w);
+    if (w.grad().defined()) parts.push_back(w.grad());
+  }
+  if (step_ + 1 == options_.inject_nan_at && !injected_) {
+    injected_ = true;
+    sum.loss = std::numeric_limits<double>::quiet_NaN();
+  }
+  parts.push_back(at::tensor({sum.loss, sum.similarity, sum.smoothness, sum.dice}, at::kDouble));
+  const auto before = std::chrono::steady_clock::now();
+  if (collective_) collective_->sum(parts);
+  const double allreduce = std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
+  const at::Tensor terms = parts.back() / double(options_.batch);
+  parts.pop_back();
   StepReport r;
-  r.loss = loss.item<double>();
+  r.loss = terms[0].item<double>();
   const bool guard = options_.spike_factor > 0;
+  // After the sum, so that every rank sees the same fault and rolls back alike.
   if (guard && !std::isfinite(r.loss)) throw StepFault("non-finite training loss");
-  loss.backward();
-  std::vector<at::Tensor> gradients;
-  for (const auto& w : model_.network->parameters()) {
-    if (w.grad().defined()) gradients.push_back(w.grad().reshape({-1}));
-  }
+  std::vector<at::Tensor> flat;
+  for (const at::Tensor& g : parts) flat.push_back(g.reshape({-1}));
   // One reduction, one synchronisation.
-  r.gradient_norm = gradients.empty() ? 0.0 : at::cat(gradients).norm().item<double>();
+  r.gradient_norm = flat.empty() ? 0.0 : at::cat(flat).norm().item<double>();
   if (guard) guard_.check(r.gradient_norm);
   adam_->step();
   ++step_;
   r.step = step_;
-  r.similarity = sim.item<double>();
-  r.smoothness = smooth.item<double>();
-  r.dice = dice_term;
+  r.similarity = terms[1].item<double>();
+  r.smoothness = terms[2].item<double>();
+  r.dice = terms[3].item<double>();
+  r.seconds_allreduce = collective_ ? allreduce : 0.0;
   if (!std::isfinite(r.loss)) throw std::runtime_error("the training loss is not finite at step " + std::to_string(step_));
   return r;
 }
@@ -171,6 +216,7 @@ std::vector<std::pair<std::string, std::string>> Trainer::fingerprint() const {
   // Named as the command's options are, so that a refused resume says which one changed.
   std::vector<std::pair<std::string, std::string>> f = {
       {"lr", text(options_.learning_rate)},
+      {"batch", text(options_.batch)},
       {"similarity", options_.similarity},
       {"lambda", text(options_.smoothness)},
       {"dice-weight", text(options_.dice_weight)},
@@ -199,13 +245,21 @@ Archive Trainer::state() const {
 void Trainer::save_checkpoint(const std::string& path) const {
   // Also the state a fault rolls back to, as in a run resumed from it: both continue alike.
   snapshots_.reset(state());
-  write_archive(path, "CHECKPOINT", snapshots_.latest());
+  if (rank() == 0) writer_.write(path, "CHECKPOINT", snapshots_.latest());
+}
+
+void Trainer::distribute(Collective& collective) {
+  collective_ = &collective;
+  std::vector<at::Tensor> weights;
+  for (const auto& w : model_.network->parameters()) weights.push_back(w.detach());
+  collective.broadcast(weights);
+  if (options_.spike_factor > 0) snapshots_.reset(state());
 }
 
 void Trainer::resume(const std::string& path) {
   const Archive a = read_archive(path, "CHECKPOINT");
   // Checkpoints from before the guard ran without it.
-  check_run_fields(a, path, fingerprint(), "a run", {{"objective", "-"}, {"max-gradient-spike", "0"}});
+  check_run_fields(a, path, fingerprint(), "a run", {{"objective", "-"}, {"max-gradient-spike", "0"}, {"batch", "1"}});
   load_state(a, path);
   snapshots_.reset(a);
 }

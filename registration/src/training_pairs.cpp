@@ -89,11 +89,12 @@ at::Tensor validation_image(const Subject& subject, const at::Tensor& intensity_
   return synthesize_image(subject.labels, intensity_table);
 }
 
-double validation_dice(RegistrationNetwork& network, const TrainingSet& set, uint64_t seed, const at::Device& device) {
+ValidationScores validation_scores(RegistrationNetwork& network, const TrainingSet& set, uint64_t seed,
+                                   const at::Device& device) {
   c10::AutoGradMode no_grad(false);
   network.eval();
   const auto pairs = validation_pairs(set);
-  double sum = 0;
+  double dice = 0, folding = 0;
   int n = 0;
   for (size_t i = 0; i < pairs.size(); ++i) {
     const auto [moving, fixed] = pairs[i];
@@ -105,12 +106,18 @@ double validation_dice(RegistrationNetwork& network, const TrainingSet& set, uin
                                         ops::Padding::Zeros);
     const double d = mean_dice(warped.cpu().to(at::kInt), fixed->labels);
     if (std::isfinite(d)) {
-      sum += d;
+      dice += d;
+      folding += jacobian_stats(u.cpu()).non_positive_percent;
       ++n;
     }
   }
   network.train();
-  return n ? sum / n : std::numeric_limits<double>::quiet_NaN();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  return {n ? dice / n : nan, n ? folding / n : nan, n};
+}
+
+double validation_dice(RegistrationNetwork& network, const TrainingSet& set, uint64_t seed, const at::Device& device) {
+  return validation_scores(network, set, seed, device).dice;
 }
 
 }  // namespace autoreg::registration

@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "autoreg/registration/archive.h"
+#include "autoreg/registration/checkpoint_writer.h"
+#include "autoreg/registration/collective.h"
 #include "autoreg/registration/fault_guard.h"
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/objective.h"
@@ -43,6 +45,11 @@ struct TrainingSet {
 struct TrainOptions {
   int64_t steps = 1000;
   double learning_rate = 1e-4;           // Adam
+  // Pairs per step over all ranks (the global batch): the loss is their mean. Pair g of
+  // step s is drawn from (seed, s, g) whichever rank draws it (rank r draws g = r,
+  // r + world, ...), so a step's gradient does not depend on the number of ranks, and a
+  // checkpoint resumes with any. With batch 1 a step is what it was before batches.
+  int64_t batch = 1;
   std::string similarity = "ncc";        // ncc (window 9), mse or mind
   double smoothness = 1.0;               // λ on the L2 gradient of the displacement
   // When set, the image terms and smoothness weighted by these (objective.h; e.g. the
@@ -64,6 +71,10 @@ struct TrainOptions {
   double spike_factor = 20;
   int64_t max_rollbacks = 5;
   static constexpr int64_t kSnapshotEvery = 10;
+  int64_t inject_nan_at = -1;  // tests: this step's loss is NaN (1-based), once
+  // Checkpoints written by a background thread while training goes on (false: the step
+  // waits for the file; for measuring what that costs).
+  bool async_checkpoints = true;
 };
 
 struct StepReport {
@@ -71,6 +82,7 @@ struct StepReport {
   double loss = 0, similarity = 0, smoothness = 0, dice = 0;  // dice: the soft Dice loss term
   double gradient_norm = 0;
   int64_t rollbacks = 0;  // so far (a rollback makes `step` go back)
+  double seconds_allreduce = 0;  // spent summing across ranks (data-parallel)
 };
 
 class Trainer {
@@ -78,7 +90,15 @@ class Trainer {
   Trainer(Model& model, TrainingSet data, TrainOptions options);
   ~Trainer();
 
+  // Data-parallel from here on: this process draws its share of each step's pairs and the
+  // gradients are summed across `collective`'s ranks; rank 0's weights are copied to the
+  // others now. Only rank 0 writes checkpoints. `collective` outlives the trainer.
+  void distribute(Collective& collective);
+  int rank() const { return collective_ ? collective_->rank() : 0; }
+  Collective* collective() const { return collective_; }
+
   int64_t step() const { return step_; }
+  int64_t rollbacks() const { return guard_.rollbacks(); }
   StepReport train_step();
   // Mean Dice of the validation subjects' warped label maps (nearest) against the atlas
   // (atlas mode) or of consecutive validation subjects (pairwise); NaN without labels.
@@ -87,14 +107,22 @@ class Trainer {
   int64_t validation_pair_count() const;
 
   // The model, the optimiser's state, the step and the run's options (named), written
-  // atomically; resume() refuses a checkpoint of other options, network or grid, naming
+  // atomically (by rank 0 alone; every rank keeps the state as the one a fault rolls back
+  // to); resume() refuses a checkpoint of other options, network or grid, naming
   // what differs.
   void save_checkpoint(const std::string& path) const;
+  // Until the checkpoints handed to the background writer are on disk (throws a failed
+  // write's error). Call before reporting a run complete or stopped.
+  void finish_checkpoints() const { writer_.wait(); }
   void resume(const std::string& path);
 
  private:
   std::vector<std::pair<std::string, std::string>> fingerprint() const;
   StepReport try_step();
+  struct PairTerms;
+  PairTerms pair_gradient(int64_t g);
+  Collective* collective_ = nullptr;
+  bool injected_ = false;
   Archive state() const;
   void load_state(const Archive& a, const std::string& path);
   Model& model_;
@@ -107,6 +135,7 @@ class Trainer {
   // spike_factor's guard (in checkpoints, so a resumed run repeats) and the last good state.
   FaultGuard guard_;
   mutable Snapshots snapshots_;
+  mutable CheckpointWriter writer_;
 };
 
 }  // namespace autoreg::registration

@@ -54,4 +54,12 @@ at::Tensor validation_image(const Subject& subject, const at::Tensor& intensity_
 // the network's field (nearest) against the fixed one; NaN without labelled pairs.
 double validation_dice(RegistrationNetwork& network, const TrainingSet& set, uint64_t seed, const at::Device& device);
 
+// validation_dice, and the mean share of folded voxels (det J ≤ 0, %) of the fields.
+struct ValidationScores {
+  double dice = 0, folding_percent = 0;  // NaN without labelled pairs
+  int64_t pairs = 0;
+};
+ValidationScores validation_scores(RegistrationNetwork& network, const TrainingSet& set, uint64_t seed,
+                                   const at::Device& device);
+
 }  // namespace autoreg::registration

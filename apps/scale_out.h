@@ -1,0 +1,48 @@
+// The options `train` and `search` share for running on many processes (README, "Many
+// processes, GPUs and nodes"), and what they do with them: under `--nproc N` this
+// process becomes the supervisor of N ranks of the same command (parallel/supervisor.h);
+// started by torchrun, srun or that supervisor, it joins the others (parallel/
+// process_group.h). The work itself is parallel/'s; this is the command line's side.
+#pragma once
+
+#include <tclap/CmdLine.h>
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "autoreg/parallel/rendezvous.h"
+#include "autoreg/registration/collective.h"
+
+namespace autoreg::apps {
+
+struct ScaleOutArgs {
+  explicit ScaleOutArgs(TCLAP::CmdLine& cmd);
+  TCLAP::ValueArg<int> nproc;
+  TCLAP::ValueArg<int> max_restarts;
+  TCLAP::ValueArg<double> collective_timeout;
+};
+
+// Under --nproc: runs the ranks (argv without --nproc) and returns the command's exit
+// code; nothing otherwise. `failures`: the run's failures file.
+std::optional<int> supervise_if_asked(const ScaleOutArgs& args, int argc, char** argv, const std::string& subcommand,
+                                      int threads, const std::string& failures);
+
+// A rank of a distributed run when the environment says so (torchrun, srun, --nproc).
+struct Distributed {
+  std::optional<parallel::Rendezvous> rendezvous;
+  std::unique_ptr<registration::Collective> collective;
+  int rank() const { return rendezvous ? rendezvous->rank : 0; }
+  int world() const { return rendezvous ? rendezvous->world : 1; }
+  bool lead() const { return rank() == 0; }
+  // Restarted by its launcher: resume from the checkpoint (when there is one).
+  bool restarted() const { return rendezvous && rendezvous->restart_count > 0; }
+};
+
+// Reads the environment (a UsageError when it is malformed) and, if it names a rank,
+// connects it to the others (collective-timeout: --collective-timeout; the rendezvous
+// waits up to 5 minutes for every rank).
+Distributed join_if_distributed(const ScaleOutArgs& args, const std::string& device);
+
+}  // namespace autoreg::apps

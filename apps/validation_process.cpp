@@ -1,0 +1,61 @@
+#include "validation_process.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include "autoreg/io/volume.h"
+#include "autoreg/parallel/process.h"
+
+namespace autoreg::apps {
+
+namespace fs = std::filesystem;
+
+ValidationProcess::ValidationProcess(const ValidationRun& run) : results_(run.out + ".validation.jsonl") {
+  if (run.fresh) {
+    std::error_code ec;
+    fs::remove(results_, ec);
+    fs::remove(run.out + ".best.ckpt", ec);
+  }
+  const nlohmann::json description = {
+      {"manifest", fs::absolute(run.manifest).string()}, {"cache", fs::absolute(run.cache).string()},
+      {"similarity", run.similarity}, {"size_multiple", run.size_multiple}, {"max_unreadable", run.max_unreadable},
+      {"seed", run.seed}};
+  const std::string path = run.out + ".run.json", temporary = path + ".tmp";
+  {
+    std::ofstream f(temporary);
+    f << description.dump(2) << "\n";
+    if (!(f << std::flush)) throw io::IoError(path + ": cannot write the run description");
+  }
+  fs::rename(temporary, path);
+  // Not a rank: none of the launcher's variables; dies with this process.
+  pid_ = parallel::spawn_process(
+      {parallel::this_executable(), "validate", "--run", run.out, "--threads", std::to_string(run.threads), "--device",
+       run.device},
+      {{"AUTOREG_SUPERVISOR_PID", std::to_string(getpid())}, {"OMP_NUM_THREADS", std::to_string(run.threads)}},
+      {"AUTOREG_WORKER_STATUS", "RANK", "WORLD_SIZE", "LOCAL_RANK", "AUTOREG_INJECT_FAILURE"}, -1);
+}
+
+ValidationProcess::~ValidationProcess() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
+}
+
+std::vector<parallel::EvaluatedStep> ValidationProcess::finish() {
+  if (pid_ > 0) {
+    ::kill(pid_, SIGTERM);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+  }
+  return parallel::read_evaluations(results_, -1);
+}
+
+}  // namespace autoreg::apps

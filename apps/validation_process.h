@@ -1,0 +1,44 @@
+// train's decoupled validation: `autoreg validate --run OUT` (apps/validate.cpp) started
+// as a child process with its own threads, watching the checkpoints the training writes.
+// Training never waits for it; at the end the run stops it once the last checkpoint is
+// evaluated and reads its results.
+#pragma once
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "autoreg/parallel/evaluation.h"
+
+namespace autoreg::apps {
+
+struct ValidationRun {
+  std::string out;            // train --out
+  std::string manifest, cache, similarity, device;
+  int64_t size_multiple = 4;
+  double max_unreadable = 0;
+  uint64_t seed = 0;
+  int threads = 1;
+  bool fresh = true;          // a new run: earlier results and best checkpoint removed
+};
+
+class ValidationProcess {
+ public:
+  // Writes OUT.run.json (what the watcher needs) and starts the watcher.
+  explicit ValidationProcess(const ValidationRun& run);
+  ~ValidationProcess();  // kills it when finish() was not called (the run failed)
+  ValidationProcess(const ValidationProcess&) = delete;
+  ValidationProcess& operator=(const ValidationProcess&) = delete;
+
+  const std::string& results() const { return results_; }
+  // Asks the watcher to evaluate what is left and end; waits for it; returns every
+  // evaluation of the run.
+  std::vector<parallel::EvaluatedStep> finish();
+
+ private:
+  std::string results_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace autoreg::apps
