@@ -80,6 +80,9 @@ int run_register(int argc, char** argv) {
   TCLAP::ValueArg<std::string> pairs("", "pairs", "many pairs in one run: a CSV with columns fixed,moving and optionally moving_labels,fixed_labels (instead of --fixed/--moving/--out-*)", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> out_dir("", "out-dir", "with --pairs: the output folder (outputs named after the inputs, summary.csv, summary.json)", false, "", "DIR", cmd);
   TCLAP::SwitchArg resume("", "resume", "with --pairs: skip the pairs whose outputs are complete", cmd, false);
+  TCLAP::ValueArg<std::string> shard("", "shard", "with --pairs: register only shard K of N (rows i with i % N = K-1), writing summary.shard-K-of-N.csv/.json; default: a Slurm array's or Kubernetes indexed Job's index", false, "", "K/N", cmd);
+  TCLAP::SwitchArg merge("", "merge", "with --pairs: write the run's summary files and index.html in --out-dir from its shards' summaries (registers nothing)", cmd, false);
+  TCLAP::SwitchArg allow_missing("", "allow-missing", "with --merge: list pairs that no shard registered as missing instead of refusing", cmd, false);
   TCLAP::ValueArg<std::string> moving_labels("", "moving-labels", "moving label map to warp", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> out_labels("", "out-labels", "warped label map", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> out_affine("", "out-affine", "the affine alone, as an ITK transform file (.tfm, .txt, .mat, .h5)", false, "", "FILE", cmd);
@@ -127,9 +130,13 @@ int run_register(int argc, char** argv) {
       if (a->isSet()) throw UsageError("--pairs lists the pairs; --" + a->getName() + " is for one pair");
     }
     if (!out_dir.isSet()) throw UsageError("--pairs needs --out-dir");
+    if (merge.isSet() && (shard.isSet() || resume.isSet())) {
+      throw UsageError("--merge joins the shards' summaries; --shard and --resume are for registering");
+    }
+    if (allow_missing.isSet() && !merge.isSet()) throw UsageError("--allow-missing goes with --merge");
   } else {
-    if (out_dir.isSet() || resume.isSet() || inverse.isSet()) {
-      throw UsageError("--out-dir, --resume and --inverse go with --pairs");
+    for (const auto* a : std::initializer_list<const TCLAP::Arg*>{&out_dir, &resume, &inverse, &shard, &merge, &allow_missing}) {
+      if (a->isSet()) throw UsageError("--" + a->getName() + " goes with --pairs");
     }
     for (const auto* a : std::initializer_list<const TCLAP::Arg*>{&fixed, &moving, &out_warped, &out_field}) {
       if (!a->isSet()) throw UsageError("--" + a->getName() + " is required (or --pairs for many pairs)");
@@ -172,7 +179,10 @@ int run_register(int argc, char** argv) {
   p.fixed_orientation = checked_orientation("--fixed-orientation", fixed_orientation.getValue());
   p.moving_orientation = checked_orientation("--moving-orientation", moving_orientation.getValue());
   if (threads.getValue() > 0) at::set_num_threads(threads.getValue());
-  if (batch) return run_pairs(p, pairs.getValue(), out_dir.getValue(), resume.getValue(), inverse.getValue());
+  if (batch) {
+    return run_pairs(p, {pairs.getValue(), out_dir.getValue(), resume.getValue(), inverse.getValue(), shard.getValue(),
+                         merge.getValue(), allow_missing.getValue()});
+  }
   const nlohmann::json summary = run(p);
   if (json.getValue()) {
     std::printf("%s\n", summary.dump(2).c_str());

@@ -15,6 +15,7 @@
 #include "autoreg/registration/model_file.h"
 #include "exit_codes.h"
 #include "options.h"
+#include "register_shards.h"
 #include "text_file.h"
 
 namespace autoreg::apps {
@@ -125,7 +126,7 @@ void write_index(const std::string& path, const nlohmann::json& rows, const std:
   for (const auto& r : rows) {
     qc::IndexRow row;
     row.name = r["pair"].get<std::string>();
-    const bool ok = r["status"] != "failed";
+    const bool ok = r["status"] != "failed" && r["status"] != "missing";
     row.status = ok ? "ok" : "failed";
     row.picture = ok ? row.name + "_qc.png" : "";
     row.error = r.value("error", "");
@@ -141,20 +142,71 @@ double since(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+// <stem>.json and <stem>.csv in `out_dir`, and with `index` the page of the whole run.
+void write_summary(const std::string& out_dir, const std::string& stem, const nlohmann::json& summary,
+                   const std::string& pairs_csv, bool index) {
+  write_text_atomically((fs::path(out_dir) / (stem + ".json")).string(), summary.dump(1) + "\n");
+  write_text_atomically((fs::path(out_dir) / (stem + ".csv")).string(), summary_csv(summary["pairs"]));
+  if (index) write_index((fs::path(out_dir) / "index.html").string(), summary["pairs"], pairs_csv);
+}
+
+int exit_code(int failed, int missing, size_t n, const std::string& csv) {
+  if (failed + missing == 0) return kOk;
+  const std::string and_missing = missing ? ", " + std::to_string(missing) + " missing" : "";
+  std::fprintf(stderr, "autoreg register: %d of %zu pairs failed%s (listed in %s)\n", failed, n, and_missing.c_str(),
+               csv.c_str());
+  return kSomePairsFailed;
+}
+
+// The run's summary from its shards' (register_shards.h).
+int merge(const BatchOptions& b) {
+  const std::vector<Pair> pairs = read_pairs(RegisterParams{}, b.pairs_csv, b.out_dir, false);
+  std::vector<std::string> names;
+  for (const Pair& pair : pairs) names.push_back(pair.name);
+  nlohmann::json summary = merge_shard_summaries(b.out_dir, names, b.allow_missing);
+  std::map<std::string, int> count;
+  for (size_t i = 0; i < pairs.size(); ++i) {
+    nlohmann::json& row = summary["pairs"][i];
+    row["fixed"] = pairs[i].params.fixed;
+    row["moving"] = pairs[i].params.moving;
+    ++count[row["status"].get<std::string>()];
+  }
+  summary["done"] = count["done"];
+  summary["skipped"] = count["done before (--resume)"];
+  summary["failed"] = count["failed"];
+  summary["missing"] = count["missing"];
+  write_summary(b.out_dir, "summary", summary, b.pairs_csv, true);
+  const std::string csv = b.out_dir + "/summary.csv";
+  std::printf("merged %zu shard summaries: %d of %zu pairs registered (%d done before), %d failed, %d missing; "
+              "summary in %s\n", summary["shards"].size(), count["done"] + count["done before (--resume)"], pairs.size(),
+              count["done before (--resume)"], count["failed"], count["missing"], csv.c_str());
+  return exit_code(count["failed"], count["missing"], pairs.size(), csv);
+}
+
 }  // namespace
 
-int run_pairs(RegisterParams base, const std::string& pairs_csv, const std::string& out_dir, bool resume,
-              bool inverse) {
+int run_pairs(RegisterParams base, const BatchOptions& b) {
+  if (b.merge) return merge(b);
   const auto start = std::chrono::steady_clock::now();
-  std::vector<Pair> pairs = read_pairs(base, pairs_csv, out_dir, inverse);
-  make_output_folder("--out-dir", out_dir);
+  const std::optional<Shard> shard = choose_shard(b.shard);
+  std::vector<Pair> pairs = read_pairs(base, b.pairs_csv, b.out_dir, b.inverse);
+  if (shard) {
+    std::vector<Pair> mine;
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      if (shard->has(i)) mine.push_back(std::move(pairs[i]));
+    }
+    std::fprintf(stderr, "autoreg register: shard %d/%d from %s: %zu of %zu pairs\n", shard->index + 1, shard->count,
+                 shard->source.c_str(), mine.size(), pairs.size());
+    pairs = std::move(mine);
+  }
+  make_output_folder("--out-dir", b.out_dir);
   if (!base.model.empty()) base.options.model = std::make_shared<registration::Model>(registration::load_model(base.model));
-  if (base.options.model && inverse) check_invertible(*base.options.model, base.model);
+  if (base.options.model && b.inverse) check_invertible(*base.options.model, base.model);
   for (auto& pair : pairs) pair.params.options.model = base.options.model;
 
   const size_t n = pairs.size();
   std::vector<bool> skip(n);
-  for (size_t i = 0; i < n; ++i) skip[i] = resume && complete(pairs[i]);
+  for (size_t i = 0; i < n; ++i) skip[i] = b.resume && complete(pairs[i]);
   // The next pair to register is read on another thread while the current one runs.
   struct Read {
     PairInputs inputs;
@@ -215,7 +267,7 @@ int run_pairs(RegisterParams base, const std::string& pairs_csv, const std::stri
         what = what.substr(0, what.find('\n'));
         row = {{"status", "failed"}, {"error", what}};
         ++failed;
-        std::fprintf(stderr, "%s (%s:%d): failed, skipped: %s\n", label.c_str(), pairs_csv.c_str(), pair.line, what.c_str());
+        std::fprintf(stderr, "%s (%s:%d): failed, skipped: %s\n", label.c_str(), b.pairs_csv.c_str(), pair.line, what.c_str());
       }
     }
     row["pair"] = pair.name;
@@ -223,19 +275,18 @@ int run_pairs(RegisterParams base, const std::string& pairs_csv, const std::stri
     row["moving"] = pair.params.moving;
     rows.push_back(row);
   }
-  const nlohmann::json summary = {{"pairs", rows},         {"done", done},   {"skipped", skipped},
-                                  {"failed", failed},      {"seconds", since(start)},
-                                  {"peak_memory_mib", pipeline::peak_resident_mib()}};
-  write_text_atomically((fs::path(out_dir) / "summary.json").string(), summary.dump(1) + "\n");
-  write_text_atomically((fs::path(out_dir) / "summary.csv").string(), summary_csv(rows));
-  write_index((fs::path(out_dir) / "index.html").string(), rows, pairs_csv);
-  std::printf("%d of %zu pairs registered in %.1f s (%d done before), %d failed; summary in %s/summary.csv\n", done, n,
-              since(start), skipped, failed, out_dir.c_str());
-  if (failed > 0) {
-    std::fprintf(stderr, "autoreg register: %d of %zu pairs failed (listed in %s/summary.csv)\n", failed, n, out_dir.c_str());
-    return kSomePairsFailed;
-  }
-  return kOk;
+  nlohmann::json summary = {{"pairs", rows},         {"done", done},   {"skipped", skipped},
+                            {"failed", failed},      {"seconds", since(start)},
+                            {"peak_memory_mib", pipeline::peak_resident_mib()}};
+  // A shard's summary beside the others', for --merge; the run's page comes with the merge.
+  if (shard) summary["shard"] = {{"index", shard->index + 1}, {"count", shard->count}, {"from", shard->source}};
+  const std::string stem = shard ? shard->summary_stem() : "summary";
+  write_summary(b.out_dir, stem, summary, b.pairs_csv, !shard);
+  const std::string csv = b.out_dir + "/" + stem + ".csv";
+  std::printf("%d of %zu pairs registered in %.1f s (%d done before), %d failed; summary in %s\n", done, n,
+              since(start), skipped, failed, csv.c_str());
+  if (shard) std::printf("with every shard done, --merge writes the run's summary.csv, summary.json and index.html\n");
+  return exit_code(failed, 0, n, csv);
 }
 
 }  // namespace autoreg::apps
