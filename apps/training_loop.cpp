@@ -53,6 +53,7 @@ TrainingOutcome run_training(registration::Trainer& trainer, const TrainingLoop&
   int64_t rollbacks = trainer.rollbacks();
   uintmax_t evaluations_size = 0;  // decoupled validation: the results file's size at the last look
   int64_t validated_step = first;
+  double checkpoint_seconds = -1;  // the last checkpoint's time in this thread, logged with the next step
   bool time_up = out_of_time();
   while (trainer.step() < loop.steps && !time_up) {
     const int64_t rollbacks_before = rollbacks;
@@ -102,8 +103,14 @@ TrainingOutcome run_training(registration::Trainer& trainer, const TrainingLoop&
     }
     const double per_step = elapsed() / double(r.step - first);
     line["seconds"] = loop.earlier_seconds + elapsed();
+    if (checkpoint_seconds >= 0) line["checkpoint_seconds"] = checkpoint_seconds;  // the training thread's share
+    checkpoint_seconds = -1;
     if (lead) log << line.dump() << "\n" << std::flush;
-    if (r.step % loop.checkpoint_every == 0 || last) trainer.save_checkpoint(loop.checkpoint);
+    if (r.step % loop.checkpoint_every == 0 || last) {
+      const auto before = Clock::now();
+      trainer.save_checkpoint(loop.checkpoint);
+      checkpoint_seconds = std::chrono::duration<double>(Clock::now() - before).count();
+    }
     if (lead && (r.step % 10 == 0 || last || r.step == first + 1)) {
       const double left = loop.budget_seconds > 0
                               ? std::min(loop.budget_seconds - loop.earlier_seconds - elapsed(),

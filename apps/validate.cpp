@@ -3,7 +3,8 @@
 // Evaluation decoupled from training (parallel/evaluation.h): watches the checkpoint of
 // the training run writing OUT (OUT.ckpt), evaluates each new one on the run's
 // validation subjects (Dice of warped labels, folding), appends a line per checkpoint to
-// OUT.validation.jsonl and keeps the best checkpoint as OUT.best.ckpt. `train` starts
+// OUT.validation.jsonl and keeps the best checkpoint as OUT.best.ckpt (and its network
+// as the model file OUT.best.autoreg). `train` starts
 // it by default; it can also run on its own, e.g. on another machine that shares the
 // run's folder. It reads what it needs from OUT.run.json (written by train) and ends
 // when the run has written OUT, or at SIGINT/SIGTERM (after the latest checkpoint).
@@ -21,6 +22,7 @@
 #include "autoreg/io/manifest.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/parallel/evaluation.h"
+#include "autoreg/parallel/process.h"
 #include "autoreg/parallel/worker.h"
 #include "autoreg/pipeline/dataset.h"
 #include "autoreg/registration/model_file.h"
@@ -62,6 +64,10 @@ int validate(const std::string& out, const std::string& device) {
   o.best = out + ".best.ckpt";
   o.finished = out;
   o.stop = stop_requested;
+  // The best checkpoint's network as a model file too, ready for `register --model`.
+  o.on_best = [&](const registration::Archive& a, const std::string& path) {
+    registration::save_model(out + ".best.autoreg", registration::model_from_archive(a, path));
+  };
   o.progress = [](const std::string& line) { std::fprintf(stderr, "validate: %s\n", line.c_str()); };
   parallel::watch_checkpoints(o, [&](const registration::Archive& a, const std::string& path) {
     registration::Model m = registration::model_from_archive(a, path);
@@ -88,6 +94,7 @@ int run_validate(int argc, char** argv) {
   at::set_num_threads(threads.getValue());
   parallel::attach_to_supervisor();  // started by train: ends with it
   install_stop_handlers();
+  parallel::release_stop_signals();  // held by train until now (validation_process.cpp)
   return validate(run.getValue(), device.getValue());
 }
 

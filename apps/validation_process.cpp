@@ -21,6 +21,7 @@ ValidationProcess::ValidationProcess(const ValidationRun& run) : results_(run.ou
     std::error_code ec;
     fs::remove(results_, ec);
     fs::remove(run.out + ".best.ckpt", ec);
+    fs::remove(run.out + ".best.autoreg", ec);
   }
   const nlohmann::json description = {
       {"manifest", fs::absolute(run.manifest).string()}, {"cache", fs::absolute(run.cache).string()},
@@ -38,7 +39,8 @@ ValidationProcess::ValidationProcess(const ValidationRun& run) : results_(run.ou
       {parallel::this_executable(), "validate", "--run", run.out, "--threads", std::to_string(run.threads), "--device",
        run.device},
       {{"AUTOREG_SUPERVISOR_PID", std::to_string(getpid())}, {"OMP_NUM_THREADS", std::to_string(run.threads)}},
-      {"AUTOREG_WORKER_STATUS", "RANK", "WORLD_SIZE", "LOCAL_RANK", "AUTOREG_INJECT_FAILURE"}, -1);
+      {"AUTOREG_WORKER_STATUS", "RANK", "WORLD_SIZE", "LOCAL_RANK", "AUTOREG_INJECT_FAILURE"}, -1,
+      /*hold_stop_signals=*/true);  // a run shorter than the watcher's start still gets its last checkpoint evaluated
 }
 
 ValidationProcess::~ValidationProcess() {

@@ -9,7 +9,9 @@ step times from each run's JSON log:
                   the same global batch of 2 pairs; steps/s and the share of a step in
                   the allreduce (allreduce_seconds in the log)
   checkpoints     one every step, written in the training thread (--sync-checkpoints)
-                  against in the background (the default), against none
+                  against in the background (the default), against none; the stall is
+                  the time the training thread spends in a checkpoint (checkpoint_seconds
+                  in the log)
   validation      inline every 5 steps against decoupled (the default) against off
 
     python3 bench/distributed_e2e.py [--autoreg build/bin/autoreg] [--data ../shared/data]
@@ -33,7 +35,7 @@ def manifest(data, out):
         f.write("image,labels,split\n")
         for s in range(1, 8):
             split = "train" if s <= 5 else "val"
-            d = os.path.join(data, "oasis_trt")
+            d = os.path.join(os.path.abspath(data), "oasis_trt")
             f.write(f"{d}/oasis{s:02d}_t1.nii.gz,{d}/oasis{s:02d}_labels.nii.gz,{split}\n")
     return path
 
@@ -54,8 +56,10 @@ def train(args, name, extra, threads, steps=None):
     seconds = [b["seconds"] - a["seconds"] for a, b in zip(lines, lines[1:])]
     steady = seconds[len(seconds) // 5:]  # past the first steps' warm-up
     allreduce = [l.get("allreduce_seconds", 0.0) for l in lines[1:]][len(seconds) // 5:]
+    stalls = [l["checkpoint_seconds"] for l in lines if "checkpoint_seconds" in l]
     return {"s_per_step": statistics.mean(steady), "allreduce": statistics.mean(allreduce), "wall": wall,
-            "validated": sum("validation_dice" in l for l in lines)}
+            "validated": sum("validation_dice" in l for l in lines),
+            "stall": statistics.median(stalls) if stalls else None}
 
 
 def main():
@@ -79,11 +83,12 @@ def main():
         ("validation inline every 5 steps", train(args, "vi", none + ["--validation", "inline", "--validate-every", "5"], 2)),
         ("validation decoupled (1 thread)", train(args, "vd", ["--validation", "decoupled", "--checkpoint-every", "5"], 2)),
     ]
-    print("| configuration | s/step | steps/s | allreduce s/step (share) | wall s | validations in log |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| configuration | s/step | steps/s | allreduce s/step (share) | checkpoint stall (median s) | wall s | validations in log |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for name, r in rows:
         share = f"{r['allreduce']:.3f} ({100 * r['allreduce'] / r['s_per_step']:.1f} %)" if r["allreduce"] else ""
-        print(f"| {name} | {r['s_per_step']:.3f} | {1 / r['s_per_step']:.2f} | {share} | {r['wall']:.0f} | {r['validated']} |")
+        stall = f"{r['stall']:.4f}" if r["stall"] is not None else ""
+        print(f"| {name} | {r['s_per_step']:.3f} | {1 / r['s_per_step']:.2f} | {share} | {stall} | {r['wall']:.0f} | {r['validated']} |")
 
 
 if __name__ == "__main__":

@@ -70,6 +70,7 @@ int64_t watch_checkpoints(const WatchOptions& o,
         if (is_best) {
           best = e.dice;
           if (!o.best.empty()) registration::write_archive(o.best, "CHECKPOINT", a);
+          if (o.on_best) o.on_best(a, o.checkpoint);
         }
         nlohmann::json line = {{"step", step}, {"pairs", e.pairs}, {"seconds", seconds}, {"best", is_best}};
         if (std::isfinite(e.dice)) line["validation_dice"] = e.dice;

@@ -1,6 +1,7 @@
 #include "autoreg/parallel/process.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <spawn.h>
 #include <unistd.h>
 
@@ -20,7 +21,7 @@ std::string this_executable() {
 }
 
 pid_t spawn_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& set,
-                    const std::vector<std::string>& drop, int output) {
+                    const std::vector<std::string>& drop, int output, bool hold_stop_signals) {
   std::map<std::string, std::string> env;
   for (char** e = environ; *e; ++e) {
     const std::string kv = *e;
@@ -44,11 +45,30 @@ pid_t spawn_process(const std::vector<std::string>& argv, const std::map<std::st
     posix_spawn_file_actions_adddup2(&actions, output, 1);
     posix_spawn_file_actions_adddup2(&actions, output, 2);
   }
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  if (hold_stop_signals) {
+    sigset_t held;
+    sigemptyset(&held);
+    sigaddset(&held, SIGINT);
+    sigaddset(&held, SIGTERM);
+    posix_spawnattr_setsigmask(&attributes, &held);
+    posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETSIGMASK);
+  }
   pid_t pid = -1;
-  const int rc = posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data());
+  const int rc = posix_spawn(&pid, args[0], &actions, &attributes, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&actions);
+  posix_spawnattr_destroy(&attributes);
   if (rc != 0) throw std::runtime_error(argv[0] + ": cannot start it: " + std::strerror(rc));
   return pid;
+}
+
+void release_stop_signals() {
+  sigset_t held;
+  sigemptyset(&held);
+  sigaddset(&held, SIGINT);
+  sigaddset(&held, SIGTERM);
+  sigprocmask(SIG_UNBLOCK, &held, nullptr);
 }
 
 }  // namespace autoreg::parallel

@@ -5,18 +5,30 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <dlfcn.h>
+
+#include <cstdio>
 #include <map>
 #include <stdexcept>
 #include <utility>
+
+#include "autoreg/ops.h"
 
 namespace autoreg::parallel {
 namespace {
 
 bool loopback(const std::string& host) { return host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1"; }
 
-class GlooCollective : public registration::Collective {
+// The plugin's functions (ops/src/cuda/distributed_cuda.cpp), once it is loaded.
+template <typename F>
+F* plugin_function(const char* name) {
+  return reinterpret_cast<F*>(::dlsym(RTLD_DEFAULT, name));
+}
+
+class BackendCollective : public registration::Collective {
  public:
-  GlooCollective(const Rendezvous& r, std::chrono::milliseconds timeout, std::chrono::milliseconds rendezvous_timeout)
+  BackendCollective(const Rendezvous& r, const std::string& device, std::chrono::milliseconds timeout,
+                    std::chrono::milliseconds rendezvous_timeout)
       : rank_(r.rank), world_(r.world) {
     c10d::TCPStoreOptions store_options;
     store_options.port = uint16_t(r.master_port);
@@ -35,6 +47,23 @@ class GlooCollective : public registration::Collective {
     }
     // Each restart of the run is a new group on the (possibly long-lived) agent store.
     store = c10::make_intrusive<c10d::PrefixStore>("autoreg/attempt_" + std::to_string(r.restart_count), store);
+    if (device == "cuda") {
+      // Each rank on its own GPU (LOCAL_RANK among the devices it sees), NCCL between them
+      // where the plugin has it (AUTOREG_COLLECTIVES=gloo keeps Gloo).
+      if (!ops::cuda_available()) throw std::runtime_error("--device cuda: " + ops::cuda_unavailable_reason());
+      if (auto* use_device = plugin_function<int(int)>("autoreg_use_rank_device")) use_device(r.local_rank);
+      const char* forced = std::getenv("AUTOREG_COLLECTIVES");
+      auto* make = plugin_function<c10d::Backend*(c10d::Store*, int, int, int64_t)>("autoreg_make_nccl_backend");
+      if (make && !(forced && std::string(forced) == "gloo")) {
+        if (c10d::Backend* nccl = make(store.get(), r.rank, r.world, int64_t(timeout.count()))) {
+          group_ = c10::intrusive_ptr<c10d::Backend>::reclaim(nccl);
+          backend_ = "nccl";
+          tensor_device_ = at::Device(at::kCUDA);  // NCCL sums device tensors only
+          return;
+        }
+      }
+      if (r.rank == 0) std::fprintf(stderr, "note: no NCCL in this build's CUDA plugin: the ranks sum through Gloo\n");
+    }
     auto options = c10d::ProcessGroupGloo::Options::create(timeout);
     const char* interface = std::getenv("GLOO_SOCKET_IFNAME");
     if (interface && *interface) {
@@ -49,6 +78,7 @@ class GlooCollective : public registration::Collective {
   }
 
   int rank() const override { return rank_; }
+  const std::string& backend() const { return backend_; }
   int world() const override { return world_; }
 
   void sum(std::vector<at::Tensor>& tensors) override {
@@ -60,7 +90,7 @@ class GlooCollective : public registration::Collective {
   }
 
   bool any(bool mine) override {
-    std::vector<at::Tensor> one{at::full({1}, mine ? 1 : 0, at::kInt)};
+    std::vector<at::Tensor> one{at::full({1}, mine ? 1 : 0, at::TensorOptions().dtype(at::kInt).device(tensor_device_))};
     group_->allreduce(one)->wait();
     return one[0].item<int>() > 0;
   }
@@ -112,7 +142,9 @@ class GlooCollective : public registration::Collective {
   }
 
   int rank_, world_;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> group_;
+  std::string backend_ = "gloo";
+  at::Device tensor_device_ = at::kCPU;
+  c10::intrusive_ptr<c10d::Backend> group_;
 };
 
 }  // namespace
@@ -121,9 +153,7 @@ std::unique_ptr<registration::Collective> connect(const Rendezvous& r, const std
                                                   std::chrono::milliseconds timeout,
                                                   std::chrono::milliseconds rendezvous_timeout) {
   if (device != "cpu" && device != "cuda") throw std::invalid_argument("device must be cpu or cuda, got '" + device + "'");
-  // Gloo for CPU tensors, and for CUDA ones through the host until the NCCL backend
-  // lives in the CUDA plugin.
-  return std::make_unique<GlooCollective>(r, timeout, rendezvous_timeout);
+  return std::make_unique<BackendCollective>(r, device, timeout, rendezvous_timeout);
 }
 
 }  // namespace autoreg::parallel

@@ -180,7 +180,8 @@ StepReport Trainer::try_step() {
     injected_ = true;
     sum.loss = std::numeric_limits<double>::quiet_NaN();
   }
-  parts.push_back(at::tensor({sum.loss, sum.similarity, sum.smoothness, sum.dice}, at::kDouble));
+  // On the gradients' device (NCCL sums device tensors only).
+  parts.push_back(at::tensor({sum.loss, sum.similarity, sum.smoothness, sum.dice}, at::kDouble).to(device_));
   const auto before = std::chrono::steady_clock::now();
   if (collective_) collective_->sum(parts);
   const double allreduce = std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();

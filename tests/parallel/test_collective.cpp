@@ -7,6 +7,7 @@
 #include <chrono>
 #include <thread>
 
+#include "autoreg/ops.h"
 #include "autoreg/parallel/process_group.h"
 #include "autoreg/parallel/rendezvous.h"
 
@@ -67,6 +68,22 @@ TEST(Collective, BroadcastsRankZerosTensorsAndAgreesOnAStop) {
     EXPECT_TRUE(c.any(rank == 2));
     c.barrier();
   });
+}
+
+// On a GPU: the plugin's NCCL group (one rank: NCCL refuses two ranks on one GPU, and
+// the device machine has one) sums, broadcasts and agrees on device tensors.
+TEST(Collective, NcclSumsDeviceTensorsOnAGpu) {
+  if (!ops::cuda_available()) GTEST_SKIP() << ops::cuda_unavailable_reason();
+  Rendezvous r;
+  r.master_port = free_local_port();
+  auto c = connect(r, "cuda", std::chrono::seconds(30), std::chrono::seconds(30));
+  std::vector<at::Tensor> t = {at::full({3}, 2.0f, at::kCUDA), at::full({2}, 0.5, at::TensorOptions().dtype(at::kDouble).device(at::kCUDA))};
+  c->sum(t);
+  EXPECT_TRUE(at::equal(t[0].cpu(), at::full({3}, 2.0f)));
+  EXPECT_TRUE(at::equal(t[1].cpu(), at::full({2}, 0.5, at::kDouble)));
+  c->broadcast(t);
+  EXPECT_TRUE(c->any(true));
+  EXPECT_FALSE(c->any(false));
 }
 
 }  // namespace

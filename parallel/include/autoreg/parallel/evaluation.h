@@ -31,6 +31,8 @@ struct WatchOptions {
   std::string finished;        // a file whose appearance (newer than the checkpoint) ends the watch: the run's model
   double poll_seconds = 0.5;
   std::function<bool()> stop;  // asked between polls: evaluate what is new, then end
+  // Called with a checkpoint that beat the best so far (after it is written to `best`).
+  std::function<void(const registration::Archive&, const std::string&)> on_best;
   std::function<void(const std::string&)> progress;
 };
 

@@ -1,5 +1,8 @@
 // registration::Collective on LibTorch's c10d: a TCPStore rendezvous (rank 0 serves it,
-// or torchrun's agent does), and a Gloo process group for CPU tensors. Gradients are
+// or torchrun's agent does), and a Gloo process group for CPU tensors or, with --device
+// cuda, each rank on GPU LOCAL_RANK (modulo the GPUs it sees) and an NCCL process group
+// (from the CUDA plugin; Gloo, through the host, where the plugin has no NCCL or
+// AUTOREG_COLLECTIVES=gloo). Gradients are
 // packed into buckets of at most kBucketBytes per dtype and each bucket is summed with
 // one allreduce, all buckets in flight at once (DDP's bucketing, without its hooks: a
 // step's gradients are complete when it sums them, so there is nothing to overlap with).
@@ -21,8 +24,7 @@ namespace autoreg::parallel {
 inline constexpr size_t kBucketBytes = size_t(25) << 20;  // DDP's default bucket size
 
 // Connects this process to the others of `r` (waits up to `rendezvous_timeout` for all
-// of them) and returns the group. `device`: "cpu" or "cuda" (Gloo stages CUDA tensors
-// through the host). Throws std::runtime_error naming the address and port when the
+// of them) and returns the group. `device`: "cpu" or "cuda". Throws std::runtime_error naming the address and port when the
 // rendezvous fails.
 std::unique_ptr<registration::Collective> connect(const Rendezvous& r, const std::string& device,
                                                   std::chrono::milliseconds timeout,
