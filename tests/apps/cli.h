@@ -12,10 +12,17 @@
 #include <fstream>
 #include <filesystem>
 #include <string>
+#include <sstream>
 #include <utility>
+#include <vector>
+
+#include <fcntl.h>
+#include <spawn.h>
 
 #include "autoreg/io/field.h"
 #include "autoreg/io/volume.h"
+
+extern char** environ;
 
 namespace autoreg::test {
 
@@ -37,6 +44,24 @@ inline Result run_command(const std::string& cmd) {
 }
 
 inline Result run(const std::string& args) { return run_command(std::string(AUTOREG_BIN) + " " + args + " 2>&1"); }
+
+// Starts autoreg with `args` (split on spaces), its output discarded; its pid, or -1.
+inline pid_t spawn_quietly(const std::string& args) {
+  std::vector<std::string> words{AUTOREG_BIN};
+  std::istringstream in(args);
+  for (std::string w; in >> w;) words.push_back(w);
+  std::vector<char*> argv;
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid = -1;
+  const int rc = posix_spawn(&pid, AUTOREG_BIN, &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  return rc == 0 ? pid : -1;
+}
 
 // The width and height a PNG file's header gives (its IHDR chunk), or {0, 0} when the
 // file is not a PNG: enough to check a picture was written whole, without decoding it.

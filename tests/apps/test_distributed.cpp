@@ -9,19 +9,15 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
-#include <fcntl.h>
 #include <fstream>
 #include <random>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/wait.h>
 #include <thread>
 
 #include "autoreg/io/volume.h"
 #include "autoreg/registration/model_file.h"
 #include "cli.h"
-
-extern char** environ;
 
 namespace autoreg::test {
 namespace {
@@ -30,18 +26,10 @@ class Distributed : public Cli {
  protected:
   void SetUp() override {
     Cli::SetUp();
-    io::Geometry g;
-    g.size = {24, 22, 20};
-    g.spacing = {1.0, 1.1, 1.2};
+    write_sphere_subjects(6);  // s5 is validated against s4 only where a test lists it
     std::ofstream csv(path("data.csv"));
     csv << "image,labels,split\n";
-    for (int s = 0; s < 5; ++s) {
-      const auto [image, labels] = sphere_subject(s, /*ramp=*/true);
-      const std::string name = "s" + std::to_string(s);
-      io::write_volume(path(name + ".nii.gz"), {image, g});
-      io::write_volume(path(name + "_seg.nii.gz"), {labels, g});
-      csv << name << ".nii.gz," << name << "_seg.nii.gz," << (s == 4 ? "val" : "train") << "\n";
-    }
+    for (int s = 0; s < 5; ++s) csv << "s" << s << ".nii.gz,s" << s << "_seg.nii.gz," << (s == 4 ? "val" : "train") << "\n";
   }
   // train's options for a small pairwise run writing `model` (a cache shared by all runs).
   std::string train(const std::string& model, const std::string& more) const {
@@ -104,23 +92,6 @@ TEST_F(Distributed, ACheckpointOfTwoRanksResumesWithOne) {
   EXPECT_NE(other.output.find("batch was 2, is 3"), std::string::npos) << other.output;
 }
 
-pid_t spawn_autoreg(const std::string& args) {
-  std::vector<std::string> words{AUTOREG_BIN};
-  std::istringstream in(args);
-  for (std::string w; in >> w;) words.push_back(w);
-  std::vector<char*> argv;
-  for (auto& w : words) argv.push_back(w.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, AUTOREG_BIN, &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  return rc == 0 ? pid : -1;
-}
-
 // The supervisor's ranks (its child processes).
 std::vector<pid_t> children(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/task/" + std::to_string(pid) + "/children");
@@ -144,7 +115,7 @@ TEST_F(Distributed, RanksKilledAgainAndAgainEndWithTheUninterruptedRunsWeights) 
     return step;
   };
   const int kills = 4;
-  const pid_t supervisor = spawn_autoreg(train("killed.autoreg", options + " --max-restarts 10"));
+  const pid_t supervisor = spawn_quietly(train("killed.autoreg", options + " --max-restarts 10"));
   ASSERT_GT(supervisor, 0);
   std::mt19937 rng(11);
   int done = 0, status = 0;
@@ -239,12 +210,6 @@ TEST_F(Distributed, EachFailureClassGetsItsDiagnosisAndAction) {
 
 TEST_F(Distributed, ValidationRunsDecoupledKeepsTheBestAndCanRunOnItsOwn) {
   // A second validation subject: pairwise validation registers consecutive ones.
-  io::Geometry g;
-  g.size = {24, 22, 20};
-  g.spacing = {1.0, 1.1, 1.2};
-  const auto [image, labels] = sphere_subject(5, /*ramp=*/true);
-  io::write_volume(path("s5.nii.gz"), {image, g});
-  io::write_volume(path("s5_seg.nii.gz"), {labels, g});
   std::ofstream(path("data.csv"), std::ios::app) << "s5.nii.gz,s5_seg.nii.gz,val\n";
   Result r = run(train("v.autoreg", "--steps 4 --checkpoint-every 1"));
   ASSERT_EQ(r.code, 0) << r.output;

@@ -45,24 +45,6 @@ std::string file_bytes(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
-// Starts autoreg with `args` (split on spaces), its output discarded.
-pid_t spawn(const std::string& args) {
-  std::vector<std::string> words{AUTOREG_BIN};
-  std::istringstream in(args);
-  for (std::string w; in >> w;) words.push_back(w);
-  std::vector<char*> argv;
-  for (auto& w : words) argv.push_back(w.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
-  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  pid_t pid = -1;
-  const int rc = posix_spawn(&pid, AUTOREG_BIN, &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  return rc == 0 ? pid : -1;
-}
-
 struct Outcome {
   bool killed;         // false: the run ended by itself first
   int code;            // its exit code when it ended by itself
@@ -71,7 +53,7 @@ struct Outcome {
 
 // Runs autoreg and sends SIGKILL after `seconds` unless it has ended by then.
 Outcome run_and_kill(const std::string& args, double seconds) {
-  const pid_t pid = spawn(args);
+  const pid_t pid = spawn_quietly(args);
   if (pid < 0) return {false, -1};
   const auto start = Clock::now();
   const auto deadline = start + std::chrono::duration<double>(seconds);
