@@ -3,6 +3,9 @@
 
 #include <stdexcept>
 
+#include "autoreg/io/volume.h"
+#include "autoreg/registration/archive.h"
+
 namespace autoreg::apps {
 
 enum ExitCode : int {
@@ -24,5 +27,14 @@ class Interrupted : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };
+
+// The exit code of an error that ends a subcommand.
+inline int exit_code(const std::exception& e) {
+  if (dynamic_cast<const Interrupted*>(&e)) return kInterrupted;
+  if (dynamic_cast<const UsageError*>(&e)) return kUsage;
+  if (dynamic_cast<const registration::ModelFileError*>(&e)) return kBadInput;
+  if (dynamic_cast<const io::IoError*>(&e)) return kBadInput;
+  return kFailure;
+}
 
 }  // namespace autoreg::apps

@@ -55,16 +55,6 @@ const Subcommand kSubcommands[] = {
      "evaluate a training run's checkpoints as they are written (train starts it), keeping the best"},
 };
 
-// The exit code of an error that ended a subcommand (exit_codes.h).
-int exit_code(const std::exception& e) {
-  using namespace autoreg::apps;
-  if (dynamic_cast<const Interrupted*>(&e)) return kInterrupted;
-  if (dynamic_cast<const UsageError*>(&e)) return kUsage;
-  if (dynamic_cast<const autoreg::registration::ModelFileError*>(&e)) return kBadInput;
-  if (dynamic_cast<const autoreg::io::IoError*>(&e)) return kBadInput;
-  return kFailure;
-}
-
 void usage(std::FILE* out) {
   std::fprintf(out, "usage: autoreg <subcommand> [options]   (autoreg <subcommand> --help)\n\n");
   for (const auto& s : kSubcommands) std::fprintf(out, "  %-10s %s\n", s.name, s.summary);
@@ -123,7 +113,7 @@ int main(int argc, char** argv) {
       std::string what = e.what();
       what = what.substr(0, what.find('\n'));
       std::fprintf(stderr, "autoreg %s: %s\n", s.name, what.c_str());
-      const int code = exit_code(e);
+      const int code = autoreg::apps::exit_code(e);
       // A rank under a supervisor tells it what ended it (parallel/worker.h).
       autoreg::parallel::report_failure(e, code);
       return code;

@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "autoreg/parallel/failure.h"
 #include "autoreg/parallel/process.h"
 #include "autoreg/parallel/process_group.h"
 #include "autoreg/parallel/supervisor.h"
@@ -55,6 +56,21 @@ std::optional<int> supervise_if_asked(const ScaleOutArgs& args, int argc, char**
                o.max_restarts == 0 ? "no restarts (--max-restarts)" : ("up to " + std::to_string(o.max_restarts) + " restarts").c_str(),
                failures.c_str());
   return parallel::supervise(o);
+}
+
+void diagnose_own_failure(const Distributed& d, const std::exception& e, int exit_code, const std::string& failures) {
+  if (!d.rendezvous || std::getenv("AUTOREG_WORKER_STATUS")) return;
+  parallel::Failure f;
+  f.cls = parallel::classify_exception(e, exit_code);
+  f.evidence = e.what();
+  f.rank = d.rank();
+  f.step = parallel::reported_step();
+  f.action = parallel::restartable(f.cls) ? "ended; " + d.rendezvous->source + " may restart the ranks (they resume from the checkpoint)"
+                                          : "ended: a restart would fail the same way";
+  try {
+    parallel::append_failure(failures, f);
+  } catch (const std::exception&) {  // the failure being reported may be the disk's
+  }
 }
 
 Distributed join_if_distributed(const ScaleOutArgs& args, const std::string& device) {

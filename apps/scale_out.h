@@ -8,6 +8,7 @@
 #include <tclap/CmdLine.h>
 
 #include <chrono>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -39,6 +40,12 @@ struct Distributed {
   // Restarted by its launcher: resume from the checkpoint (when there is one).
   bool restarted() const { return rendezvous && rendezvous->restart_count > 0; }
 };
+
+// Under another launcher (torchrun, srun: no autoreg supervisor to diagnose it), a rank
+// that ends with `e` writes its own diagnosis line to `failures` (exit_code: what the
+// command exits with); then the caller rethrows. Does nothing for a single process or
+// under --nproc.
+void diagnose_own_failure(const Distributed& d, const std::exception& e, int exit_code, const std::string& failures);
 
 // Reads the environment (a UsageError when it is malformed) and, if it names a rank,
 // connects it to the others (collective-timeout: --collective-timeout; the rendezvous

@@ -311,7 +311,14 @@ int run_train(int argc, char** argv) {
   Distributed dist = join_if_distributed(scale, o.device);
   o.inject_nan_at = parallel::injected_non_finite_step(dist.rank());  // tests (parallel/worker.h)
   install_stop_handlers();
-  return train(p, dist);
+  try {
+    return train(p, dist);
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const std::exception& e) {
+    diagnose_own_failure(dist, e, exit_code(e), p.failures);
+    throw;
+  }
 }
 
 }  // namespace autoreg::apps

@@ -52,7 +52,7 @@ std::string classify_exception(const std::exception& e, int exit_code) {
   if (dynamic_cast<const c10::DistError*>(&e)) return classify_message(m) == "collective_timeout" ? "collective_timeout" : "worker_lost";
   const std::string by_message = classify_message(m);
   if (by_message != "failure") return by_message;
-  if (exit_code == 2) return "bad_input";
+  if (exit_code == 1 || exit_code == 2) return "bad_input";  // a usage error or bad input: the same again
   // A failed check inside LibTorch (a shape, a dtype) or our own logic: the same input
   // fails the same way after a restart.
   if (dynamic_cast<const std::logic_error*>(&e) || dynamic_cast<const c10::Error*>(&e)) return "programming_error";

@@ -15,7 +15,8 @@
 //                       gradient spike (the fault guard)             (in the run); stop when it repeats
 //   unreadable_data     a manifest row that cannot be read           skipped
 //   disk_full           ENOSPC ("No space left on device")           stop: a restart fails the same way
-//   bad_input           exit 2: unreadable or inconsistent input     stop
+//   bad_input           exit 2 (unreadable or inconsistent input)   stop
+//                       or 1 (a usage error)
 //   programming_error   a logic error or failed check               stop: a restart fails the same way
 //   failure             any other non-zero exit                      restart from the last checkpoint
 #pragma once
