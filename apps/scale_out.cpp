@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <stdexcept>
 #include <vector>
@@ -81,6 +82,7 @@ Distributed join_if_distributed(const ScaleOutArgs& args, const std::string& dev
     throw UsageError(e.what());
   }
   parallel::attach_to_supervisor();
+  if (const char* restarts = std::getenv("TORCHELASTIC_RESTART_COUNT")) d.restart_count = std::atoi(restarts);
   if (!d.rendezvous) return d;
   const auto& r = *d.rendezvous;
   if (r.rank == 0) {

@@ -37,8 +37,10 @@ struct Distributed {
   int rank() const { return rendezvous ? rendezvous->rank : 0; }
   int world() const { return rendezvous ? rendezvous->world : 1; }
   bool lead() const { return rank() == 0; }
-  // Restarted by its launcher: resume from the checkpoint (when there is one).
-  bool restarted() const { return rendezvous && rendezvous->restart_count > 0; }
+  // Restarted by its launcher (TORCHELASTIC_RESTART_COUNT > 0, one process or many):
+  // resume from the checkpoint (when there is one).
+  int restart_count = 0;
+  bool restarted() const { return restart_count > 0; }
 };
 
 // Under another launcher (torchrun, srun: no autoreg supervisor to diagnose it), a rank

@@ -38,6 +38,7 @@
 #include "exit_codes.h"
 #include "options.h"
 #include "run_log.h"
+#include "scale_out.h"
 #include "search_stages.h"
 #include "training_loop.h"
 
@@ -158,6 +159,7 @@ int run_search(int argc, char** argv) {
   TCLAP::ValueArg<double> max_spike("", "max-gradient-spike", "a weight gradient norm over this many times its running average is a fault, rolled back at half the step sizes (default 20; 0: off)", false, 20, "X", cmd);
   TCLAP::ValueArg<std::string> device("", "device", "cpu (default) or cuda", false, "cpu", &device_allowed, cmd);
   TCLAP::ValueArg<int> threads("", "threads", "CPU threads (default: all)", false, 0, "T", cmd);
+  ScaleOutArgs scale(cmd);  // one process for now: --nproc 1 --max-restarts R supervises it
   TCLAP::ValueArg<uint64_t> seed("", "seed", "random seed (default 0)", false, 0, "S", cmd);
   TCLAP::SwitchArg resume("", "resume", "continue the search (or its retraining) in DIR from its checkpoint", cmd, false);
   cmd.setExceptionHandling(false);
@@ -271,7 +273,23 @@ int run_search(int argc, char** argv) {
   p.max_unreadable = max_unreadable.getValue();
   p.resume = resume.getValue();
   p.steps_given = steps.isSet();
+  // The search is not data-parallel yet: one process, which a supervisor (--nproc 1) or
+  // torchrun can restart; a restarted one resumes from its checkpoint.
+  if (scale.nproc.isSet() && scale.nproc.getValue() > 1) {
+    throw UsageError("--nproc " + std::to_string(scale.nproc.getValue()) +
+                     ": the search runs as one process for now (--nproc 1 --max-restarts R supervises it)");
+  }
+  if (const auto code = supervise_if_asked(scale, argc, argv, "search", threads.getValue(),
+                                           (fs::path(p.out) / "failures.jsonl").string())) {
+    return *code;
+  }
   if (threads.getValue() > 0) at::set_num_threads(threads.getValue());
+  const Distributed dist = join_if_distributed(scale, o.device);
+  if (dist.world() > 1) {
+    throw UsageError("the search runs as one process for now: start one rank (" + dist.rendezvous->source +
+                     " gave WORLD_SIZE " + std::to_string(dist.world()) + ")");
+  }
+  if (dist.restarted() && fs::exists(fs::path(p.out) / "search.ckpt")) p.resume = true;
   install_stop_handlers();
   return search_main(p);
 }

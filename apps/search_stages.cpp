@@ -11,6 +11,7 @@
 
 #include "autoreg/io/manifest.h"
 #include "autoreg/io/volume.h"
+#include "autoreg/parallel/failure.h"
 #include "autoreg/pipeline/dataset.h"
 #include "autoreg/search/report.h"
 #include "exit_codes.h"
@@ -39,7 +40,11 @@ registration::TrainingSet load_data(SearchParams& p) {
   pipeline::DatasetOptions dataset;
   dataset.cache_dir = p.cache;
   dataset.max_unreadable_fraction = p.max_unreadable;
-  dataset.progress = [](const std::string& line) { std::fprintf(stderr, "preprocess: %s\n", line.c_str()); };
+  const std::string failures = (fs::path(p.out) / "failures.jsonl").string();
+  dataset.progress = [&](const std::string& line) {
+    std::fprintf(stderr, "preprocess: %s\n", line.c_str());
+    if (line.rfind("skipped: ", 0) == 0) parallel::append_failure(failures, {"unreadable_data", line.substr(9), 0, -1, "skipped"});
+  };
   registration::TrainingSet data;
   try {
     data = pipeline::load_training_set(manifest, p.info, 4, dataset);
@@ -88,12 +93,19 @@ void search_loop(search::Searcher& searcher, const SearchParams& p, const Paths&
     searcher.save_checkpoint(checkpoint);
   };
   const int64_t first = searcher.steps_done();
-  int64_t logged = first;
+  int64_t logged = first, rollbacks = searcher.rollbacks();
   double validation = std::nan("");
   auto last_line = Clock::now() - std::chrono::hours(1);
   while (budget > 0 ? seconds() < budget : !searcher.finished()) {
     if (budget > 0) searcher.set_progress(seconds() / budget);
     const search::SearchStep r = searcher.step();
+    if (r.rollbacks > rollbacks) {
+      parallel::append_failure(out.file("failures.jsonl"),
+                               {"non_finite", "a non-finite loss or gradient, or a gradient spike", 0, r.step,
+                                "rolled back to the last good state at smaller step sizes (" +
+                                    std::to_string(r.rollbacks) + " rollbacks so far)"});
+    }
+    rollbacks = r.rollbacks;
     if (r.step <= logged) {
       // A rollback (non-finite step) went back to an earlier state: the log forgets the
       // abandoned steps, as a resume would.
@@ -188,6 +200,7 @@ void retrain(const SearchParams& p, const Paths& out, const registration::Traini
   registration::Trainer trainer(model, data, train);
   TrainingLoop loop;
   loop.log = out.file("retrain.log.jsonl");
+  loop.failures = out.file("failures.jsonl");
   loop.checkpoint = out.file("retrain.ckpt");
   loop.steps = train.steps;
   loop.budget_seconds = by_time ? p.budget_minutes * 60 - summary["search_seconds"].get<double>() : 0;

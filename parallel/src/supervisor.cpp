@@ -354,7 +354,13 @@ int supervise(const SupervisorOptions& o) {
     f.action = stop.empty() ? "restart " + std::to_string(restart + 1) + " of " + std::to_string(o.max_restarts) +
                                   " from the last checkpoint"
                             : stop;
-    if (!o.failures.empty()) append_failure(o.failures, f);
+    if (!o.failures.empty()) {
+      try {
+        append_failure(o.failures, f);
+      } catch (const std::exception& e) {  // e.g. a run that failed before making its folder: said below all the same
+        std::fprintf(stderr, "%s: %s\n", o.label.c_str(), e.what());
+      }
+    }
     std::fprintf(stderr, "%s: %s at step %lld (%s): %s\n", o.label.c_str(), f.cls.c_str(), (long long)f.step,
                  f.evidence.c_str(), f.action.c_str());
     if (!stop.empty()) return code == 0 ? 3 : code;

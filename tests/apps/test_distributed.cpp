@@ -272,11 +272,28 @@ TEST_F(Distributed, RanksUnderAnotherLauncherDiagnoseTheirOwnFailures) {
   EXPECT_NE(by_rank[0]["action"].get<std::string>().find("may restart"), std::string::npos) << by_rank[0];
 }
 
+TEST_F(Distributed, OneSupervisedProcessResumesFromItsCheckpointAfterARestart) {
+  Result straight = run(train("straight.autoreg", "--steps 4 --validation off"));
+  ASSERT_EQ(straight.code, 0) << straight.output;
+  Result r = run_command("AUTOREG_INJECT_FAILURE=worker_lost@3@0 " + std::string(AUTOREG_BIN) + " " +
+                         train("one.autoreg", "--steps 4 --checkpoint-every 1 --validation off --nproc 1 --max-restarts 1") +
+                         " 2>&1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("resumed from"), std::string::npos) << r.output;
+  ASSERT_EQ(failures("one.autoreg").size(), 1u);
+  EXPECT_EQ(weight_difference(path("one.autoreg"), path("straight.autoreg")), 0.0);
+}
+
 TEST_F(Distributed, LauncherOptionsAreChecked) {
   EXPECT_EQ(run(train("x.autoreg", "--steps 1 --nproc 0")).code, 1);
   EXPECT_EQ(run(train("x.autoreg", "--steps 1 --max-restarts 2")).code, 1);  // without --nproc
   EXPECT_EQ(run(train("x.autoreg", "--steps 1 --batch 0")).code, 1);
   EXPECT_EQ(run(train("x.autoreg", "--steps 1 --collective-timeout 0")).code, 1);
+  // The search is one process for now: supervised with --nproc 1, refused with more.
+  Result search = run("search --manifest " + path("data.csv") + " --out " + path("s") + " --nproc 2");
+  EXPECT_EQ(search.code, 1) << search.output;
+  EXPECT_NE(search.output.find("one process"), std::string::npos) << search.output;
+  EXPECT_FALSE(fs::exists(path("s")));
   Result r = run_command("RANK=1 " + std::string(AUTOREG_BIN) + " " + train("x.autoreg", "--steps 1") + " 2>&1");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("WORLD_SIZE"), std::string::npos) << r.output;

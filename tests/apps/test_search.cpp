@@ -149,6 +149,13 @@ TEST_F(Search, SkipsAnUnreadableRow) {
   EXPECT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("skipped: " + path("broken.csv") + " line 7"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("3 training, 2 validation"), std::string::npos) << r.output;
+  // And diagnosed in the run's failures file.
+  std::ifstream failures(path("out/failures.jsonl"));
+  std::string line;
+  ASSERT_TRUE(static_cast<bool>(std::getline(failures, line)));
+  const auto j = nlohmann::json::parse(line);
+  EXPECT_EQ(j["class"], "unreadable_data");
+  EXPECT_EQ(j["action"], "skipped");
   // More unreadable rows than allowed stop the run.
   r = run(search("broken.csv", "out2") + " --steps 2 --retrain-steps 0 --max-unreadable 0.1");
   EXPECT_EQ(r.code, 2) << r.output;

@@ -177,6 +177,7 @@ class Searcher {
 
   SearchStep step();
   int64_t steps_done() const { return step_; }
+  int64_t rollbacks() const { return guard_.rollbacks(); }  // so far (kept in checkpoints)
   bool finished() const { return step_ >= options_.steps; }
   int64_t total_steps() const { return options_.steps; }
   // Another total (after resume(), which restores the checkpoint's): the schedule
