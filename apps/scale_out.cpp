@@ -78,11 +78,11 @@ Distributed join_if_distributed(const ScaleOutArgs& args, const std::string& dev
   Distributed d;
   try {
     d.rendezvous = parallel::rendezvous_from_environment();
+    d.restart_count = parallel::restart_count_from_environment();
   } catch (const std::invalid_argument& e) {
     throw UsageError(e.what());
   }
   parallel::attach_to_supervisor();
-  if (const char* restarts = std::getenv("TORCHELASTIC_RESTART_COUNT")) d.restart_count = std::atoi(restarts);
   if (!d.rendezvous) return d;
   const auto& r = *d.rendezvous;
   if (r.rank == 0) {

@@ -41,10 +41,8 @@ registration::TrainingSet load_data(SearchParams& p) {
   dataset.cache_dir = p.cache;
   dataset.max_unreadable_fraction = p.max_unreadable;
   const std::string failures = (fs::path(p.out) / "failures.jsonl").string();
-  dataset.progress = [&](const std::string& line) {
-    std::fprintf(stderr, "preprocess: %s\n", line.c_str());
-    if (line.rfind("skipped: ", 0) == 0) parallel::append_failure(failures, {"unreadable_data", line.substr(9), 0, -1, "skipped"});
-  };
+  dataset.progress = [](const std::string& line) { std::fprintf(stderr, "preprocess: %s\n", line.c_str()); };
+  dataset.skipped = [&](const std::string& what) { parallel::append_failure(failures, parallel::skipped_row(what)); };
   registration::TrainingSet data;
   try {
     data = pipeline::load_training_set(manifest, p.info, 4, dataset);
@@ -100,10 +98,7 @@ void search_loop(search::Searcher& searcher, const SearchParams& p, const Paths&
     if (budget > 0) searcher.set_progress(seconds() / budget);
     const search::SearchStep r = searcher.step();
     if (r.rollbacks > rollbacks) {
-      parallel::append_failure(out.file("failures.jsonl"),
-                               {"non_finite", "a non-finite loss or gradient, or a gradient spike", 0, r.step,
-                                "rolled back to the last good state at smaller step sizes (" +
-                                    std::to_string(r.rollbacks) + " rollbacks so far)"});
+      parallel::append_failure(out.file("failures.jsonl"), parallel::rolled_back(r.step, r.rollbacks, "smaller step sizes"));
     }
     rollbacks = r.rollbacks;
     if (r.step <= logged) {

@@ -82,11 +82,10 @@ int train(TrainParams p, Distributed& dist) {
   dataset.max_unreadable_fraction = p.max_unreadable;
   dataset.affine.similarity = p.options.similarity;  // mind: mutual information, as in register
   dataset.progress = [&](const std::string& line) {
-    if (!lead) return;
-    std::fprintf(stderr, "preprocess: %s\n", line.c_str());
-    if (line.rfind("skipped: ", 0) == 0) {
-      parallel::append_failure(p.failures, {"unreadable_data", line.substr(9), 0, -1, "skipped"});
-    }
+    if (lead) std::fprintf(stderr, "preprocess: %s\n", line.c_str());
+  };
+  dataset.skipped = [&](const std::string& what) {
+    if (lead) parallel::append_failure(p.failures, parallel::skipped_row(what));
   };
   registration::TrainingSet data;
   // Rank 0 preprocesses into the cache; the others read what it wrote.

@@ -1,5 +1,7 @@
 #include "training_loop.h"
 
+#include <ATen/ATen.h>
+
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -41,30 +43,34 @@ TrainingOutcome run_training(registration::Trainer& trainer, const TrainingLoop&
   using Clock = std::chrono::steady_clock;
   const auto started = Clock::now();
   const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
-  // Data-parallel, the ranks decide together (their clocks and signals differ): rank 0's
-  // clock says when time is up, and a stop asked for on any rank stops them all.
-  const auto out_of_time = [&] {
-    const bool mine = loop.budget_seconds > 0 && loop.earlier_seconds + elapsed() >= loop.budget_seconds;
-    return trainer.collective() ? trainer.collective()->any(lead && mine) : mine;
+  const auto out_of_time = [&] { return loop.budget_seconds > 0 && loop.earlier_seconds + elapsed() >= loop.budget_seconds; };
+  // Data-parallel, the ranks decide together after each step, in one collective (their
+  // clocks and signals differ): rank 0's clock says when time is up, and a stop asked for
+  // on any rank stops them all. Alone, as before: the stop is read at the end of the step.
+  registration::Collective* const collective = trainer.collective();
+  struct Decision {
+    bool time_up, stop;
+  };
+  const auto decide = [&]() -> Decision {
+    if (!collective) return {out_of_time(), false};
+    std::vector<at::Tensor> flags{at::tensor({lead && out_of_time() ? 1 : 0, stop_requested() ? 1 : 0}, at::kInt)};
+    collective->sum(flags);
+    return {flags[0][0].item<int>() > 0, flags[0][1].item<int>() > 0};
   };
   const int64_t first = trainer.step();
   double validation = std::nan("");
   int64_t logged = first;
-  int64_t rollbacks = trainer.rollbacks();
+  int64_t rollbacks = trainer.rollbacks();  // so far: a step that adds one rolled back
   uintmax_t evaluations_size = 0;  // decoupled validation: the results file's size at the last look
   int64_t validated_step = first;
   double checkpoint_seconds = -1;  // the last checkpoint's time in this thread, logged with the next step
-  bool time_up = out_of_time();
+  bool time_up = decide().time_up;
   while (trainer.step() < loop.steps && !time_up) {
-    const int64_t rollbacks_before = rollbacks;
     parallel::inject_failure(trainer.step() + 1, trainer.rank());  // tests (worker.h)
     const registration::StepReport r = trainer.train_step();
-    rollbacks = r.rollbacks;
     parallel::report_step(r.step);
-    if (lead && r.rollbacks > rollbacks_before && !loop.failures.empty()) {
-      parallel::append_failure(loop.failures, {"non_finite", "a non-finite loss or gradient, or a gradient spike", 0,
-                                               r.step, "rolled back to the last good state at a smaller learning rate (" +
-                                                           std::to_string(r.rollbacks) + " rollbacks so far)"});
+    if (lead && r.rollbacks > rollbacks && !loop.failures.empty()) {
+      parallel::append_failure(loop.failures, parallel::rolled_back(r.step, r.rollbacks, "a smaller learning rate"));
     }
     if (lead && r.step <= logged) {
       // A rollback (a gradient spike) went back to an earlier state: the log forgets the
@@ -75,13 +81,15 @@ TrainingOutcome run_training(registration::Trainer& trainer, const TrainingLoop&
       std::fprintf(stderr, "%s %ld: rolled back to the last good state at half the learning rate (%ld so far)\n",
                    loop.label.c_str(), long(r.step), long(r.rollbacks));
     }
+    rollbacks = r.rollbacks;
     logged = r.step;
-    time_up = out_of_time();
+    const Decision decided = decide();
+    time_up = decided.time_up;
     const bool last = r.step == loop.steps || time_up;
     nlohmann::json line = {{"step", r.step}, {"loss", r.loss}, {"similarity", r.similarity},
                            {"smoothness", r.smoothness}, {"dice_loss", r.dice}, {"gradient_norm", r.gradient_norm},
                            {"rollbacks", r.rollbacks}};
-    if (trainer.collective()) line["allreduce_seconds"] = r.seconds_allreduce;
+    if (collective) line["allreduce_seconds"] = r.seconds_allreduce;
     if (lead && loop.validation == "inline" && (r.step % loop.validate_every == 0 || last)) {
       validation = trainer.validate();
       if (std::isfinite(validation)) line["validation_dice"] = validation;
@@ -122,8 +130,7 @@ TrainingOutcome run_training(registration::Trainer& trainer, const TrainingLoop&
                    std::isfinite(validation) ? std::to_string(validation).substr(0, 5).c_str() : "-", per_step,
                    duration(std::max(0.0, left)).c_str());
     }
-    // Every rank stops at the same step (a signal may reach them at different moments).
-    const bool stop = trainer.collective() ? trainer.collective()->any(stop_requested()) : stop_requested();
+    const bool stop = collective ? decided.stop : stop_requested();
     if (stop && !last) {
       trainer.save_checkpoint(loop.checkpoint);
       trainer.finish_checkpoints();

@@ -59,6 +59,14 @@ std::string classify_exception(const std::exception& e, int exit_code) {
   return "failure";
 }
 
+Failure rolled_back(int64_t step, int64_t rollbacks, const std::string& sizes) {
+  return {"non_finite", "a non-finite loss or gradient, or a gradient spike", 0, step,
+          "rolled back to the last good state at " + sizes + " (" + std::to_string(rollbacks) +
+              " rollbacks so far)"};
+}
+
+Failure skipped_row(const std::string& what) { return {"unreadable_data", what, 0, -1, "skipped"}; }
+
 void append_failure(const std::string& path, const Failure& f) {
   nlohmann::json line = {{"time", now_iso()}, {"rank", f.rank}, {"step", f.step}, {"class", f.cls},
                          {"evidence", first_line(f.evidence)}, {"action", f.action}};

@@ -72,10 +72,13 @@ std::optional<Rendezvous> rendezvous_from_environment(const std::map<std::string
   if (const auto port = get("MASTER_PORT")) r.master_port = integer("MASTER_PORT", *port, 1, 65535);
   const auto agent = get("TORCHELASTIC_USE_AGENT_STORE");
   r.agent_store = agent && (*agent == "True" || *agent == "true" || *agent == "1");
-  if (const auto restarts = get("TORCHELASTIC_RESTART_COUNT")) {
-    r.restart_count = integer("TORCHELASTIC_RESTART_COUNT", *restarts, 0, 1 << 20);
-  }
+  r.restart_count = restart_count_from_environment(env);
   return r;
+}
+
+int restart_count_from_environment(const std::map<std::string, std::string>* env) {
+  const auto restarts = variable(env, "TORCHELASTIC_RESTART_COUNT");
+  return restarts ? integer("TORCHELASTIC_RESTART_COUNT", *restarts, 0, 1 << 20) : 0;
 }
 
 int free_local_port() {

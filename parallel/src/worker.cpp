@@ -16,6 +16,7 @@
 #include <system_error>
 
 #include "autoreg/parallel/failure.h"
+#include "autoreg/parallel/rendezvous.h"
 
 namespace autoreg::parallel {
 namespace {
@@ -80,8 +81,7 @@ const Injection& injection() {
   static const Injection parsed = [] {
     Injection i;
     const char* text = std::getenv("AUTOREG_INJECT_FAILURE");
-    const char* restart = std::getenv("TORCHELASTIC_RESTART_COUNT");
-    if (!text || !*text || (restart && std::atoi(restart) > 0)) return i;
+    if (!text || !*text || restart_count_from_environment() > 0) return i;
     std::string t = text;
     const size_t at = t.find('@');
     if (at == std::string::npos) throw std::invalid_argument("AUTOREG_INJECT_FAILURE: expected <class>@<step>[@<rank>], got " + t);

@@ -169,6 +169,7 @@ registration::TrainingSet load_training_set(const io::Manifest& manifest, regist
       const std::string what = manifest.path + " line " + std::to_string(r.line) + ": " + e.what();
       unreadable.push_back(what);
       if (options.progress) options.progress("skipped: " + what);
+      if (options.skipped) options.skipped(what);
       if (double(unreadable.size()) > options.max_unreadable_fraction * double(rows)) {
         throw io::IoError(manifest.path + ": " + std::to_string(unreadable.size()) + " of " + std::to_string(rows) +
                           " rows cannot be read, more than the " +

@@ -45,6 +45,11 @@ std::string classify_exception(const std::exception& e, int exit_code);
 // The class of a worker's last error line (what classify_exception reads from messages).
 std::string classify_message(const std::string& message);
 
+// The lines a run writes itself: a fault rolled back at `step` (`sizes`: what was made
+// smaller, e.g. "a smaller learning rate"), and a manifest row left out (`what`: the row and why).
+Failure rolled_back(int64_t step, int64_t rollbacks, const std::string& sizes);
+Failure skipped_row(const std::string& what);
+
 // Appends one JSON line to `path` (created when absent), flushed at once.
 void append_failure(const std::string& path, const Failure& f);
 

@@ -32,6 +32,10 @@ struct Rendezvous {
 // `env`: the variables (tests); by default the process's.
 std::optional<Rendezvous> rendezvous_from_environment(const std::map<std::string, std::string>* env = nullptr);
 
+// How many times the launcher restarted this run (TORCHELASTIC_RESTART_COUNT; 0 when
+// unset), whatever the number of ranks. Throws std::invalid_argument when malformed.
+int restart_count_from_environment(const std::map<std::string, std::string>* env = nullptr);
+
 // A free TCP port on the loopback interface (for a local launcher's store).
 int free_local_port();
 

@@ -26,6 +26,8 @@ struct DatasetOptions {
   // loading fails only when more than this fraction of the rows do (or the reference
   // does). 0: the first unreadable row fails.
   double max_unreadable_fraction = 0;
+  // Each row left out (`what`: the manifest line and why), besides its progress line.
+  std::function<void(const std::string& what)> skipped;
 };
 
 // The training set on info's grid (info.grid, info.spacing, info.normalization). A grid
