@@ -22,6 +22,24 @@ ScaleOutArgs::ScaleOutArgs(TCLAP::CmdLine& cmd)
       max_restarts("", "max-restarts", "with --nproc: restart the ranks from the last checkpoint after a failure, up to R times (default 0)", false, 0, "R", cmd),
       collective_timeout("", "collective-timeout", "seconds a rank waits for the others in a collective before it is a failure (a hung rank; default 600)", false, 600, "S", cmd) {}
 
+std::vector<std::string> arguments_without(int argc, char** argv, const std::vector<std::string>& options) {
+  std::vector<std::string> out;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    bool dropped = false;
+    for (const auto& o : options) {
+      if (a == o) {
+        ++i;  // and its value
+        dropped = true;
+      } else if (a.rfind(o + "=", 0) == 0) {
+        dropped = true;
+      }
+    }
+    if (!dropped) out.push_back(a);
+  }
+  return out;
+}
+
 std::optional<int> supervise_if_asked(const ScaleOutArgs& args, int argc, char** argv, const std::string& subcommand,
                                       int threads, const std::string& failures) {
   if (args.max_restarts.getValue() < 0) throw UsageError("--max-restarts must be >= 0");
@@ -37,15 +55,7 @@ std::optional<int> supervise_if_asked(const ScaleOutArgs& args, int argc, char**
   parallel::SupervisorOptions o;
   o.command = {parallel::this_executable(), subcommand};
   // This command's arguments without the launcher's own options.
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--nproc" || a == "--max-restarts") {
-      ++i;
-      continue;
-    }
-    if (a.rfind("--nproc=", 0) == 0 || a.rfind("--max-restarts=", 0) == 0) continue;
-    o.command.push_back(a);
-  }
+  for (const auto& a : arguments_without(argc, argv, {"--nproc", "--max-restarts"})) o.command.push_back(a);
   o.nproc = args.nproc.getValue();
   o.threads = threads;
   o.max_restarts = args.max_restarts.getValue();

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "autoreg/parallel/rendezvous.h"
 #include "autoreg/registration/collective.h"
@@ -24,6 +25,10 @@ struct ScaleOutArgs {
   TCLAP::ValueArg<int> max_restarts;
   TCLAP::ValueArg<double> collective_timeout;
 };
+
+// A subcommand's arguments (argv[1..]) without the options named (each with its value,
+// "--name V" or "--name=V").
+std::vector<std::string> arguments_without(int argc, char** argv, const std::vector<std::string>& options);
 
 // Under --nproc: runs the ranks (argv without --nproc) and returns the command's exit
 // code; nothing otherwise. `failures`: the run's failures file.

@@ -2,13 +2,17 @@
 //                [--grid DxHxW] [--spacing MM] [--mode joint|sequential] [--order first|second]
 //                [--edges all|deformation] [--path sampled|mixed] [--max-forward-ms X] ...
 //                [--device cpu|cuda] [--threads N] [--seed S] [--resume]
+//                [--batch G] [--nproc N [--max-restarts R]] [--validation decoupled|inline|off] [--evaluate]
 //
 // The triple-level search (search/searcher.h) on a manifest's subjects (preprocessed
 // onto the model grid as `train` does): `train` rows train ω, labelled `val` rows drive
 // α and λ. Then the derived network is retrained from scratch with the searched λ. DIR
 // receives genotype.txt, genotype.json, model.autoreg, search.log.jsonl, retrain.log.jsonl,
 // report.html, op_cost.json and the checkpoints (search.ckpt, retrain.ckpt) that
-// --resume continues from. SIGINT/SIGTERM write a checkpoint and exit with 4.
+// --resume continues from. SIGINT/SIGTERM write a checkpoint and exit with 4. Under
+// torchrun or srun (or --nproc) the ranks search (and retrain) data-parallel, rank 0
+// alone writing; a watcher process (this command with --evaluate) evaluates the
+// checkpoints, decoupled from the search (search_evaluation.h).
 #include <tclap/CmdLine.h>
 
 #include <ATen/Parallel.h>
@@ -29,6 +33,8 @@
 #include "autoreg/io/manifest.h"
 #include "autoreg/ops.h"
 #include "autoreg/io/volume.h"
+#include "autoreg/parallel/process.h"
+#include "autoreg/parallel/worker.h"
 #include "autoreg/pipeline/dataset.h"
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/train.h"
@@ -39,6 +45,7 @@
 #include "options.h"
 #include "run_log.h"
 #include "scale_out.h"
+#include "search_evaluation.h"
 #include "search_stages.h"
 #include "training_loop.h"
 
@@ -48,6 +55,7 @@ namespace {
 namespace fs = std::filesystem;
 
 int search_main(SearchParams p) {
+  const bool lead = p.lead;
   const bool made_out = !fs::exists(p.out);
   fs::create_directories(p.out);
   const Paths out{fs::path(p.out)};
@@ -57,26 +65,22 @@ int search_main(SearchParams p) {
     throw UsageError(p.out + " holds a search already: --resume continues it, or choose another --out");
   }
   if (!p.op_cost.empty() && !fs::exists(p.op_cost)) throw io::IoError(p.op_cost + ": no such operation-cost file");
+  const int world = p.collective ? p.collective->world() : 1;
+  default_batch(p, checkpoint, world);
+  if (p.options.batch < world) {
+    throw UsageError("--batch " + std::to_string(p.options.batch) + ": at least one pair per rank (" +
+                     std::to_string(world) + " ranks)");
+  }
   registration::TrainingSet data;
   try {
     data = load_data(p);
   } catch (const io::IoError&) {
     std::error_code ec;
-    if (made_out) fs::remove_all(p.out, ec);  // bad input: leave nothing behind
+    if (made_out && lead) fs::remove_all(p.out, ec);  // bad input: leave nothing behind
     throw;
   }
   const search::OpCosts costs = operation_costs(p, out);
-  const double default_ms = search::predicted_ms(costs, registration::Genotype::standard());
-  if (p.default_budget) p.options.budget_ms = default_ms;
-  std::fprintf(stderr, "forward-time budget: %s (the default network: %.0f ms at this grid)\n",
-               p.options.budget_ms > 0 ? (std::to_string(long(p.options.budget_ms + 0.5)) + " ms").c_str() : "none",
-               default_ms);
-  try {
-    search::candidates_within(costs, p.options.budget_ms, search::searched_edges(p.options.edges),
-                              p.info.network.genotype);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(std::string("--max-forward-ms: ") + e.what());
-  }
+  const double default_ms = apply_budget(p, costs);
 
   nlohmann::json summary;
   {
@@ -87,20 +91,35 @@ int search_main(SearchParams p) {
       throw io::IoError(p.manifest + ": " + e.what());
     }
     search::Searcher& searcher = *made;
+    if (p.collective) {
+      searcher.distribute(*p.collective);
+      if (lead) std::fprintf(stderr, "data-parallel: %d ranks, %ld pairs per step (global batch)\n", world, long(p.options.batch));
+    }
     double earlier = 0;  // search seconds before this run
     if (p.resume) {
       searcher.resume(checkpoint);
       if (p.steps_given) searcher.set_total_steps(p.options.steps);
       earlier = searcher.notes.count("seconds") ? std::stod(searcher.notes["seconds"]) : 0;
-      cut_log_to(out.file("search.log.jsonl"), searcher.steps_done());
-      std::fprintf(stderr, "resumed the search from %s at step %ld of %ld\n", checkpoint.c_str(),
-                   long(searcher.steps_done()), long(searcher.total_steps()));
+      if (lead) {
+        cut_log_to(out.file("search.log.jsonl"), searcher.steps_done());
+        std::fprintf(stderr, "resumed the search from %s at step %ld of %ld\n", checkpoint.c_str(),
+                     long(searcher.steps_done()), long(searcher.total_steps()));
+      }
     }
-    if (!searcher.notes.count("finished")) search_loop(searcher, p, out, earlier);
+    if (!searcher.notes.count("finished")) {
+      // Validation decoupled by default: a watcher process evaluates the checkpoints.
+      std::unique_ptr<ValidationProcess> watcher;
+      if (lead && p.validation == "decoupled" && searcher.validation_pair_count() > 0) {
+        watcher = start_search_evaluation(p, out, !p.resume);
+        p.evaluations = watcher->results();
+      }
+      search_loop(searcher, p, out, earlier);
+      if (watcher) finish_search_evaluation(*watcher, searcher, out);
+    }
     summary = export_search(searcher, p, out, default_ms);
   }  // the supernet's memory goes before retraining
   if (p.retrain_steps_given && p.retrain_steps == 0) {
-    std::fprintf(stderr, "--retrain-steps 0: no model written\n");
+    if (lead) std::fprintf(stderr, "--retrain-steps 0: no model written\n");
     return kOk;
   }
   retrain(p, out, data, summary);
@@ -153,13 +172,20 @@ int run_search(int argc, char** argv) {
   TCLAP::ValueArg<std::string> cache("", "cache", "folder for preprocessed volumes (default DIR/cache)", false, "", "DIR", cmd);
   TCLAP::SwitchArg no_augment("", "no-augment", "no random deformations and intensity changes", cmd, false);
   TCLAP::ValueArg<int64_t> checkpoint_every("", "checkpoint-every", "search steps between checkpoints (default 25; retraining: 4×)", false, 25, "N", cmd);
-  TCLAP::ValueArg<int64_t> validate_every("", "validate-every", "steps between validations (default 50)", false, 50, "N", cmd);
+  TCLAP::ValueArg<int64_t> validate_every("", "validate-every", "with --validation inline: steps between validations (default 50)", false, 50, "N", cmd);
   TCLAP::ValueArg<double> max_unreadable("", "max-unreadable", "share of manifest rows that may be unreadable (reported and skipped; default 0.2)", false, 0.2, "F", cmd);
   TCLAP::ValueArg<int64_t> max_rollbacks("", "max-rollbacks", "faulty steps in a row (non-finite or a gradient spike, each rolled back at half the step sizes) before giving up (default 5)", false, 5, "K", cmd);
   TCLAP::ValueArg<double> max_spike("", "max-gradient-spike", "a weight gradient norm over this many times its running average is a fault, rolled back at half the step sizes (default 20; 0: off)", false, 20, "X", cmd);
   TCLAP::ValueArg<std::string> device("", "device", "cpu (default) or cuda", false, "cpu", &device_allowed, cmd);
   TCLAP::ValueArg<int> threads("", "threads", "CPU threads (default: all)", false, 0, "T", cmd);
-  ScaleOutArgs scale(cmd);  // one process for now: --nproc 1 --max-restarts R supervises it
+  TCLAP::ValueArg<int64_t> batch("", "batch", "pairs per step over all ranks, the global batch, search and retraining (default: one per rank; resumed: the checkpoint's)", false, 1, "G", cmd);
+  std::vector<std::string> validations = {"decoupled", "inline", "off"};
+  TCLAP::ValuesConstraint<std::string> validation_allowed(validations);
+  TCLAP::ValueArg<std::string> validation("", "validation", "decoupled (default: a separate process evaluates each checkpoint of the search, DIR/search.validation.jsonl, and of the retraining, DIR/retrain.validation.jsonl, and keeps the best, DIR/search.best.ckpt and DIR/retrain.best.autoreg), inline (every --validate-every steps; the search waits) or off", false, "decoupled", &validation_allowed, cmd);
+  TCLAP::ValueArg<int> validation_threads("", "validation-threads", "threads of the decoupled validation process (default 1)", false, 1, "T", cmd);
+  TCLAP::SwitchArg evaluate("", "evaluate", "evaluate this search's checkpoints as they are written instead of searching (the decoupled validation: the search starts one itself; run the search's command with --evaluate, e.g. on another machine sharing DIR): DIR/search.validation.jsonl, the best as DIR/search.best.ckpt", cmd, false);
+  TCLAP::SwitchArg sync_checkpoints("", "sync-checkpoints", "write checkpoints in the search's thread (default: in the background)", cmd, false);
+  ScaleOutArgs scale(cmd);
   TCLAP::ValueArg<uint64_t> seed("", "seed", "random seed (default 0)", false, 0, "S", cmd);
   TCLAP::SwitchArg resume("", "resume", "continue the search (or its retraining) in DIR from its checkpoint", cmd, false);
   cmd.setExceptionHandling(false);
@@ -273,11 +299,22 @@ int run_search(int argc, char** argv) {
   p.max_unreadable = max_unreadable.getValue();
   p.resume = resume.getValue();
   p.steps_given = steps.isSet();
-  // The search is not data-parallel yet: one process, which a supervisor (--nproc 1) or
-  // torchrun can restart; a restarted one resumes from its checkpoint.
-  if (scale.nproc.isSet() && scale.nproc.getValue() > 1) {
-    throw UsageError("--nproc " + std::to_string(scale.nproc.getValue()) +
-                     ": the search runs as one process for now (--nproc 1 --max-restarts R supervises it)");
+  if (batch.isSet() && batch.getValue() < 1) throw UsageError("--batch must be at least 1");
+  p.batch_set = batch.isSet();
+  o.batch = batch.getValue();
+  o.async_checkpoints = !sync_checkpoints.getValue();
+  if (validation_threads.getValue() < 1) throw UsageError("--validation-threads must be at least 1");
+  p.validation = validation.getValue();
+  p.validation_threads = validation_threads.getValue();
+  p.arguments = arguments_without(argc, argv, {"--nproc", "--max-restarts", "--threads", "--validation-threads"});
+  if (evaluate.getValue()) {
+    if (scale.nproc.isSet()) throw UsageError("--evaluate runs as one process: no --nproc");
+    if (threads.getValue() > 0) at::set_num_threads(threads.getValue());
+    p.evaluate = true;
+    parallel::attach_to_supervisor();  // started by the search: ends with it
+    install_stop_handlers();
+    parallel::release_stop_signals();  // held by the search until now (validation_process.cpp)
+    return evaluate_search(p);
   }
   if (const auto code = supervise_if_asked(scale, argc, argv, "search", threads.getValue(),
                                            (fs::path(p.out) / "failures.jsonl").string())) {
@@ -285,13 +322,23 @@ int run_search(int argc, char** argv) {
   }
   if (threads.getValue() > 0) at::set_num_threads(threads.getValue());
   const Distributed dist = join_if_distributed(scale, o.device);
-  if (dist.world() > 1) {
-    throw UsageError("the search runs as one process for now: start one rank (" + dist.rendezvous->source +
-                     " gave WORLD_SIZE " + std::to_string(dist.world()) + ")");
+  p.collective = dist.collective.get();
+  p.lead = dist.lead();
+  if (p.batch_set && o.batch < dist.world()) {
+    throw UsageError("--batch " + std::to_string(o.batch) + ": at least one pair per rank (" +
+                     std::to_string(dist.world()) + " ranks)");
   }
   if (dist.restarted() && fs::exists(fs::path(p.out) / "search.ckpt")) p.resume = true;
+  p.options.inject_nan_at = parallel::injected_non_finite_step(dist.rank());  // tests (parallel/worker.h)
   install_stop_handlers();
-  return search_main(p);
+  try {
+    return search_main(p);
+  } catch (const Interrupted&) {
+    throw;
+  } catch (const std::exception& e) {
+    diagnose_own_failure(dist, e, exit_code(e), (fs::path(p.out) / "failures.jsonl").string());
+    throw;
+  }
 }
 
 }  // namespace autoreg::apps

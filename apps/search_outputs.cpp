@@ -5,11 +5,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <vector>
 
 #include "autoreg/io/volume.h"
+#include "autoreg/parallel/evaluation.h"
+#include "autoreg/search/report.h"
 #include "autoreg/registration/autoreg_net.h"
 #include "autoreg/registration/operations.h"
 
@@ -52,6 +56,7 @@ nlohmann::json search_log_line(const search::Searcher& s, const search::SearchSt
   j["weight_voxels"] = r.weight_voxels;
   j["step_seconds"] = {{"weights", r.seconds_weights}, {"objective", r.seconds_objective},
                        {"architecture", r.seconds_architecture}};
+  if (s.collective()) j["allreduce_seconds"] = r.seconds_allreduce;
   return j;
 }
 
@@ -104,6 +109,21 @@ std::string genotype_file_text(const registration::Genotype& g, const nlohmann::
     text += g.edges[e] + std::string(14 - std::min<size_t>(13, g.edges[e].size()), ' ') + "# " + layout[e].name + "\n";
   }
   return text;
+}
+
+std::vector<nlohmann::json> log_with_evaluations(const std::string& log, const std::string& evaluations) {
+  std::vector<nlohmann::json> lines = search::read_json_lines(log);
+  std::map<int64_t, double> dice;
+  for (const auto& e : parallel::read_evaluations(evaluations, -1)) {
+    if (std::isfinite(e.dice)) dice[e.step] = e.dice;
+  }
+  if (dice.empty()) return lines;
+  for (auto& line : lines) {
+    if (line.contains("validated_step")) line.erase("validation_dice");
+    const auto it = line.contains("step") ? dice.find(line["step"].get<int64_t>()) : dice.end();
+    if (it != dice.end()) line["validation_dice"] = it->second;
+  }
+  return lines;
 }
 
 }  // namespace autoreg::apps

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <string>
+#include <vector>
 
 #include "autoreg/registration/genotype.h"
 #include "autoreg/search/searcher.h"
@@ -24,6 +25,11 @@ double measure_forward_ms(const registration::NetworkSpec& spec, const std::arra
 // the log's first line (uniform when there is none).
 nlohmann::json search_summary(const search::Searcher& searcher, const registration::ModelInfo& info,
                               const nlohmann::json& run, const std::array<double, search::kEdges>& entropy_start);
+
+// The search log's lines for the report, with the decoupled evaluation's results
+// (`evaluations`, parallel/evaluation.h; absent: none) at the steps they evaluated: a
+// line's validation Dice is its checkpoint's, not the one that arrived during the step.
+std::vector<nlohmann::json> log_with_evaluations(const std::string& log, const std::string& evaluations);
 
 // genotype.txt: a comment header, then the 12 operation names one per edge (what
 // `autoreg train --genotype` reads).

@@ -6,7 +6,9 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
+#include "autoreg/registration/collective.h"
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/train.h"
 #include "autoreg/search/op_cost.h"
@@ -26,6 +28,18 @@ struct SearchParams {
   int64_t checkpoint_every = 25, validate_every = 50;
   double max_unreadable = 0.2;
   bool resume = false;
+  bool batch_set = false;        // --batch given (else: one pair per rank, or the checkpoint's)
+  std::string validation = "decoupled";  // the retraining's: decoupled | inline | off (training_loop.h)
+  int validation_threads = 1;
+  // Data-parallel (scale_out.h): the ranks' sums; rank 0 (lead) alone preprocesses,
+  // measures, logs and writes.
+  registration::Collective* collective = nullptr;
+  bool lead = true;
+  // The command's arguments (without the launcher's and the thread options): the
+  // decoupled evaluation runs them with --evaluate.
+  std::vector<std::string> arguments;
+  bool evaluate = false;         // --evaluate: this process evaluates the search's checkpoints
+  std::string evaluations;       // the decoupled evaluation's results file, read by the search loop ("": none)
 };
 
 // The files of DIR.
@@ -34,7 +48,15 @@ struct Paths {
   std::string file(const char* name) const { return (dir / name).string(); }
 };
 
+// Preprocessed by rank 0; the other ranks wait, then read its cache.
 registration::TrainingSet load_data(SearchParams& p);
+// --batch not given: one pair per rank, or (resumed) the checkpoint's global batch.
+void default_batch(SearchParams& p, const std::string& checkpoint, int world);
+// The forward-time budget (the default network's predicted time unless --max-forward-ms)
+// into p.options, checked; returns the default network's predicted time.
+double apply_budget(SearchParams& p, const search::OpCosts& costs);
+// Measured by rank 0 (or read); the other ranks wait, then read DIR/op_cost.json. Call
+// after load_data (the ranks' second meeting).
 search::OpCosts operation_costs(const SearchParams& p, const Paths& out);
 // Steps the search until its steps or its share of the budget are done, logging each
 // step, validating, checkpointing; a stop request writes a checkpoint and throws

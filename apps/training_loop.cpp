@@ -61,8 +61,7 @@ TrainingOutcome run_training(registration::Trainer& trainer, const TrainingLoop&
   double validation = std::nan("");
   int64_t logged = first;
   int64_t rollbacks = trainer.rollbacks();  // so far: a step that adds one rolled back
-  uintmax_t evaluations_size = 0;  // decoupled validation: the results file's size at the last look
-  int64_t validated_step = first;
+  parallel::EvaluationFollower evaluations(loop.evaluations, first);  // decoupled validation's results
   double checkpoint_seconds = -1;  // the last checkpoint's time in this thread, logged with the next step
   bool time_up = decide().time_up;
   while (trainer.step() < loop.steps && !time_up) {
@@ -95,18 +94,11 @@ TrainingOutcome run_training(registration::Trainer& trainer, const TrainingLoop&
       if (std::isfinite(validation)) line["validation_dice"] = validation;
     }
     if (lead && loop.validation == "decoupled") {
-      // What the watcher has evaluated since the last look (read when the file grew).
-      std::error_code ec;
-      const auto size = std::filesystem::file_size(loop.evaluations, ec);
-      if (!ec && size != evaluations_size) {
-        evaluations_size = size;
-        const auto arrived = parallel::read_evaluations(loop.evaluations, validated_step);
-        if (!arrived.empty()) {
-          validated_step = arrived.back().step;
-          validation = arrived.back().dice;
-          if (std::isfinite(validation)) line["validation_dice"] = validation;
-          line["validated_step"] = validated_step;
-        }
+      // What the watcher has evaluated since the last look.
+      if (const auto e = evaluations.latest()) {
+        validation = e->dice;
+        if (std::isfinite(validation)) line["validation_dice"] = validation;
+        line["validated_step"] = e->step;
       }
     }
     const double per_step = elapsed() / double(r.step - first);

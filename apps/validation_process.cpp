@@ -8,6 +8,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "autoreg/io/volume.h"
 #include "autoreg/parallel/process.h"
@@ -23,22 +25,26 @@ ValidationProcess::ValidationProcess(const ValidationRun& run) : results_(run.ou
     fs::remove(run.out + ".best.ckpt", ec);
     fs::remove(run.out + ".best.autoreg", ec);
   }
-  const nlohmann::json description = {
-      {"manifest", fs::absolute(run.manifest).string()}, {"cache", fs::absolute(run.cache).string()},
-      {"similarity", run.similarity}, {"size_multiple", run.size_multiple}, {"max_unreadable", run.max_unreadable},
-      {"seed", run.seed}};
-  const std::string path = run.out + ".run.json", temporary = path + ".tmp";
-  {
-    std::ofstream f(temporary);
-    f << description.dump(2) << "\n";
-    if (!(f << std::flush)) throw io::IoError(path + ": cannot write the run description");
+  std::vector<std::string> command = run.command;
+  if (command.empty()) {
+    const nlohmann::json description = {
+        {"manifest", fs::absolute(run.manifest).string()}, {"cache", fs::absolute(run.cache).string()},
+        {"similarity", run.similarity}, {"size_multiple", run.size_multiple}, {"max_unreadable", run.max_unreadable},
+        {"seed", run.seed}};
+    const std::string path = run.out + ".run.json", temporary = path + ".tmp";
+    {
+      std::ofstream f(temporary);
+      f << description.dump(2) << "\n";
+      if (!(f << std::flush)) throw io::IoError(path + ": cannot write the run description");
+    }
+    fs::rename(temporary, path);
+    command = {"validate", "--run", run.out, "--device", run.device};
   }
-  fs::rename(temporary, path);
+  command.insert(command.begin(), parallel::this_executable());
+  command.insert(command.end(), {"--threads", std::to_string(run.threads)});
   // Not a rank: none of the launcher's variables; dies with this process.
   pid_ = parallel::spawn_process(
-      {parallel::this_executable(), "validate", "--run", run.out, "--threads", std::to_string(run.threads), "--device",
-       run.device},
-      {{"AUTOREG_SUPERVISOR_PID", std::to_string(getpid())}, {"OMP_NUM_THREADS", std::to_string(run.threads)}},
+      command, {{"AUTOREG_SUPERVISOR_PID", std::to_string(getpid())}, {"OMP_NUM_THREADS", std::to_string(run.threads)}},
       {"AUTOREG_WORKER_STATUS", "RANK", "WORLD_SIZE", "LOCAL_RANK", "AUTOREG_INJECT_FAILURE"}, -1,
       /*hold_stop_signals=*/true);  // a run shorter than the watcher's start still gets its last checkpoint evaluated
 }

@@ -1,5 +1,6 @@
-// train's decoupled validation: `autoreg validate --run OUT` (apps/validate.cpp) started
-// as a child process with its own threads, watching the checkpoints the training writes.
+// Decoupled validation: a child process with its own threads watching the checkpoints a
+// run writes: `autoreg validate --run OUT` (apps/validate.cpp) for train's (and the
+// search's retraining), the search's own command with --evaluate for its checkpoints.
 // Training never waits for it; at the end the run stops it once the last checkpoint is
 // evaluated and reads its results.
 #pragma once
@@ -21,6 +22,9 @@ struct ValidationRun {
   uint64_t seed = 0;
   int threads = 1;
   bool fresh = true;          // a new run: earlier results and best checkpoint removed
+  // Non-empty: the watcher is this subcommand and its arguments (a search's, with
+  // --evaluate) instead of `validate --run OUT`; it reads no OUT.run.json.
+  std::vector<std::string> command;
 };
 
 class ValidationProcess {

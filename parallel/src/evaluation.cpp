@@ -54,14 +54,14 @@ int64_t watch_checkpoints(const WatchOptions& o,
       registration::Archive a;
       bool read = false;
       try {
-        a = registration::read_archive(o.checkpoint, "CHECKPOINT");
+        a = registration::read_archive(o.checkpoint, o.kind);
         read = true;
       } catch (const registration::ModelFileError& e) {
         // Replaced while being read (the run renames a new one into place): next poll.
         seen.reset();
         if (o.progress) o.progress(std::string("checkpoint not readable yet: ") + e.what());
       }
-      const int64_t step = read && a.has_field("step") ? std::stoll(a.field("step", o.checkpoint)) : -1;
+      const int64_t step = read && a.has_field(o.step_field) ? std::stoll(a.field(o.step_field, o.checkpoint)) : -1;
       if (read && step > last) {
         const auto start = std::chrono::steady_clock::now();
         const Evaluation e = evaluate(a, o.checkpoint);
@@ -69,7 +69,7 @@ int64_t watch_checkpoints(const WatchOptions& o,
         const bool is_best = std::isfinite(e.dice) && e.dice > best;
         if (is_best) {
           best = e.dice;
-          if (!o.best.empty()) registration::write_archive(o.best, "CHECKPOINT", a);
+          if (!o.best.empty()) registration::write_archive(o.best, o.kind, a);
           if (o.on_best) o.on_best(a, o.checkpoint);
         }
         nlohmann::json line = {{"step", step}, {"pairs", e.pairs}, {"seconds", seconds}, {"best", is_best}};
@@ -93,6 +93,17 @@ int64_t watch_checkpoints(const WatchOptions& o,
     if (done && when && *done >= *when && seen == when) return evaluated;
     std::this_thread::sleep_for(std::chrono::duration<double>(o.poll_seconds));
   }
+}
+
+std::optional<EvaluatedStep> EvaluationFollower::latest() {
+  std::error_code ec;
+  const auto size = fs::file_size(results_, ec);
+  if (ec || size == size_) return std::nullopt;
+  size_ = size;
+  const auto arrived = read_evaluations(results_, step_);
+  if (arrived.empty()) return std::nullopt;
+  step_ = arrived.back().step;
+  return arrived.back();
 }
 
 }  // namespace autoreg::parallel

@@ -126,7 +126,9 @@ class BackendCollective : public registration::Collective {
     for (const auto& bucket : members) {
       std::vector<at::Tensor> parts;
       for (size_t i : bucket) parts.push_back(tensors[i].reshape({-1}));
-      std::vector<at::Tensor> one{at::cat(parts)};
+      // On the backend's device: NCCL sums device tensors only (a CPU flag, such as the
+      // loops' stop and time-up, goes there and back).
+      std::vector<at::Tensor> one{at::cat(parts).to(tensor_device_)};
       work.push_back(collective(one));
       flats.push_back(one[0]);
     }

@@ -4,6 +4,7 @@
 #include <c10/core/GradMode.h>
 #include <torch/optim/adam.h>
 
+#include <chrono>
 #include <cmath>
 #include <functional>
 
@@ -85,7 +86,7 @@ std::vector<at::Tensor> Searcher::move_weights(const std::vector<at::Tensor>& di
   return saved;
 }
 
-void Searcher::restore(const std::vector<at::Tensor>& saved) {
+void Searcher::restore_weights(const std::vector<at::Tensor>& saved) {
   c10::AutoGradMode no_grad(false);
   const auto params = supernet_->weights();
   for (size_t i = 0; i < params.size(); ++i) params[i].copy_(saved[i]);
@@ -99,14 +100,74 @@ at::Tensor Searcher::central(const std::vector<at::Tensor>& d, const std::functi
   const double eps = (options_.float64 ? 1e-4 : 1e-2) / n;
   auto saved = move_weights(d, eps);
   const at::Tensor plus = f();
-  restore(saved);
+  restore_weights(saved);
   saved = move_weights(d, -eps);
   const at::Tensor minus = f();
-  restore(saved);
+  restore_weights(saved);
   return (plus - minus) / (2 * eps);
 }
 
-double Searcher::train_gradient(const TrainingPair& train, const at::Tensor& lambda, SearchStep& r) {
+namespace {
+
+// into += add, entry by entry (an undefined entry is nothing).
+void accumulate(std::vector<at::Tensor>& into, const std::vector<at::Tensor>& add) {
+  if (into.empty()) into.resize(add.size());
+  for (size_t i = 0; i < add.size(); ++i) {
+    if (add[i].defined()) into[i] = into[i].defined() ? into[i] + add[i] : add[i];
+  }
+}
+
+}  // namespace
+
+std::vector<at::Tensor> Searcher::gradients(const at::Tensor& loss, const std::vector<at::Tensor>& inputs) const {
+  // Alone, a non-finite gradient is a fault at once; with other ranks it is found after
+  // the sum (sum_across), so that every rank rolls back alike instead of one leaving the
+  // others waiting in a collective.
+  if (!collective_) return grads(loss, inputs);
+  return torch::autograd::grad({loss}, inputs, {}, /*retain_graph=*/false, /*create_graph=*/false,
+                               /*allow_unused=*/true);
+}
+
+void Searcher::sum_across(std::vector<at::Tensor>& g, const std::vector<at::Tensor>& like,
+                          std::vector<at::Tensor>& extra) const {
+  if (!collective_) return;
+  c10::AutoGradMode no_grad(false);
+  // Which entries a rank had, summed with them: an entry no rank's pairs reached stays
+  // without a gradient (Adam leaves such a weight alone, as it would alone).
+  std::vector<float> had(g.size(), 0.0f);
+  std::vector<at::Tensor> parts;
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (g[i].defined()) {
+      had[i] = 1;
+    } else {
+      g[i] = at::zeros_like(like[i]);
+    }
+    parts.push_back(g[i]);
+  }
+  std::vector<at::Tensor> moved;
+  for (auto& e : extra) {
+    moved.push_back(e.to(device_));  // NCCL sums device tensors only
+    parts.push_back(moved.back());
+  }
+  const at::Tensor anywhere = at::tensor(had).to(device_);
+  parts.push_back(anywhere);
+  const auto before = std::chrono::steady_clock::now();
+  collective_->sum(parts);
+  allreduce_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
+  const at::Tensor reached = anywhere.cpu();
+  for (size_t i = 0; i < g.size(); ++i) {
+    if (!(reached[int64_t(i)].item<float>() > 0)) g[i] = at::Tensor();
+  }
+  for (size_t i = 0; i < extra.size(); ++i) extra[i] = moved[i].to(extra[i].device());
+  for (const auto& t : g) {
+    if (!finite(t)) throw NonFinite("non-finite gradient (summed over the ranks)");
+  }
+  for (const auto& t : extra) {
+    if (!finite(t)) throw NonFinite("non-finite loss or gradient (summed over the ranks)");
+  }
+}
+
+double Searcher::train_gradient(const std::vector<Slot>& slots, const at::Tensor& lambda, SearchStep& r) {
   supernet_->network().train();
   weights_adam_->zero_grad();
   prepare_path(false);
@@ -116,18 +177,42 @@ double Searcher::train_gradient(const TrainingPair& train, const at::Tensor& lam
     c10::AutoGradMode no_grad(false);
     for (auto& w : supernet_->weights()) w.fill_(std::nan(""));
   }
-  Pass p = run(train, lambda, true);
-  if (options_.inject_spike_at == step_ + 1 && !spiked_) {
-    spiked_ = true;
-    p.total = p.total * 1e4;
+  // The slots' losses add up to their mean: each back-propagates its share.
+  const double share = 1.0 / double(options_.batch);
+  at::Tensor totals = at::zeros({1 + kObjectiveTerms}, at::kDouble);
+  for (const Slot& s : slots) {
+    prepare_path(false);
+    Pass p = run(s.weight_pair, lambda, true);
+    if (options_.inject_spike_at == step_ + 1 && !spiked_) p.total = p.total * 1e4;
+    const double loss = p.total.item<double>();
+    totals[0] += loss;
+    totals.narrow(0, 1, kObjectiveTerms) += p.terms.detach().to(at::kDouble).cpu();
+    // A non-finite loss is the step's fault (after the sum, on every rank alike).
+    if (std::isfinite(loss)) (p.total * share).backward();
   }
-  const double loss = p.total.item<double>();
-  if (!std::isfinite(loss)) throw NonFinite("non-finite training loss");
-  p.total.backward();
+  if (options_.inject_spike_at == step_ + 1) spiked_ = true;
+  const auto params = supernet_->weights();
   std::vector<at::Tensor> g;
-  for (const auto& w : supernet_->weights()) {
-    if (!finite(w.grad())) throw NonFinite("non-finite weight gradient");
-    g.push_back(w.grad());
+  for (const auto& w : params) g.push_back(w.grad());
+  std::vector<at::Tensor> extra{totals};
+  const double loss_sum = totals[0].item<double>();
+  if (collective_) {
+    try {
+      sum_across(g, params, extra);
+    } catch (const NonFinite&) {
+      // Named as alone: the loss when it was the loss.
+      if (!std::isfinite(extra[0][0].item<double>())) throw NonFinite("non-finite training loss");
+      throw;
+    }
+    for (size_t i = 0; i < params.size(); ++i) params[i].mutable_grad() = g[i];
+  } else if (!std::isfinite(loss_sum)) {
+    throw NonFinite("non-finite training loss");
+  }
+  totals = extra[0] * share;
+  const double loss = totals[0].item<double>();
+  if (!std::isfinite(loss)) throw NonFinite("non-finite training loss");
+  for (const auto& t : g) {
+    if (!finite(t)) throw NonFinite("non-finite weight gradient");
   }
   // Clipped as DARTS does: a path of rarely trained candidates can give one huge
   // gradient, and the flow heads, shared by every path, would carry it to all of them.
@@ -138,7 +223,7 @@ double Searcher::train_gradient(const TrainingPair& train, const at::Tensor& lam
       if (t.defined()) t.mul_(options_.max_gradient_norm / r.gradient_norm);
     }
   }
-  for (int i = 0; i < kObjectiveTerms; ++i) r.terms[i] = p.terms[i].item<double>();
+  for (int i = 0; i < kObjectiveTerms; ++i) r.terms[i] = totals[1 + i].item<double>();
   return loss;
 }
 
@@ -149,71 +234,117 @@ std::vector<at::Tensor> Searcher::step_direction() const {
   return precondition(g);
 }
 
-at::Tensor Searcher::objective_gradient(const TrainingPair& train, const TrainingPair& val, const at::Tensor& lambda,
-                                        double eta, SearchStep& r) {
+at::Tensor Searcher::objective_gradient(const std::vector<Slot>& slots, const at::Tensor& lambda, double eta,
+                                        SearchStep& r) {
   const auto params = supernet_->weights();
-  // v = ∇ω' of the validation pair's Dice loss after the virtual step.
+  const double share = 1.0 / double(options_.batch);
+  // v = ∇ω' of the validation pairs' mean Dice loss after the virtual step (one slot's
+  // graph at a time).
   auto saved = move_weights(step_direction(), -eta);
-  prepare_path(false);
-  const at::Tensor u = supernet_->network().forward(val.moving.to(device_, dtype_), val.fixed.to(device_, dtype_));
-  const at::Tensor dice = registration::label_dice_loss(val.moving_labels, val.fixed_labels, u,
-                                                        registration::shared_labels(val.moving_labels, val.fixed_labels));
-  r.hyper_dice = dice.item<double>();
-  const auto v = grads(dice, params);
-  restore(saved);
-  // (P·v)ᵀ∇ω term_i for every term at once: two forward passes.
-  const at::Tensor difference = central(precondition(v), [&] {
+  std::vector<at::Tensor> v;
+  double dice_sum = 0;
+  for (const Slot& s : slots) {
+    prepare_path(false);
+    const TrainingPair& val = s.val_box;
+    const at::Tensor u = supernet_->network().forward(val.moving.to(device_, dtype_), val.fixed.to(device_, dtype_));
+    const at::Tensor dice = registration::label_dice_loss(val.moving_labels, val.fixed_labels, u,
+                                                          registration::shared_labels(val.moving_labels, val.fixed_labels));
+    dice_sum += dice.item<double>();
+    accumulate(v, gradients(dice * share, params));
+  }
+  restore_weights(saved);
+  std::vector<at::Tensor> extra{at::tensor({dice_sum}, at::kDouble)};
+  sum_across(v, params, extra);
+  r.hyper_dice = extra[0][0].item<double>() * share;
+  // (P·v)ᵀ∇ω term_i for every term at once: two forward passes per slot.
+  at::Tensor difference = central(precondition(v), [&] {
     c10::AutoGradMode no_grad(false);
     prepare_path(false);
-    const Pass q = run(train, lambda, false);
-    return (q.terms * q.mask).to(at::kDouble).cpu();
+    at::Tensor sum = at::zeros({kObjectiveTerms}, at::kDouble);
+    for (const Slot& s : slots) {
+      const Pass q = run(s.train_box, lambda, false);
+      sum += (q.terms * q.mask).to(at::kDouble).cpu() * share;
+    }
+    return sum;
   });
+  // v is the same on every rank, so is whether there is a difference at all.
+  if (!difference.defined()) return at::zeros({kObjectiveTerms}, at::kDouble);
+  std::vector<at::Tensor> none, summed{difference};
+  sum_across(none, {}, summed);
   // dDice(ω')/dλ_i = −η·(P·v)ᵀ∇ω term_i.
-  return difference.defined() ? -eta * difference : at::zeros({kObjectiveTerms}, at::kDouble);
+  return -eta * summed[0];
 }
 
-at::Tensor Searcher::architecture_gradient(const TrainingPair& train, const TrainingPair& val, const at::Tensor& lambda,
-                                           double eta, SearchStep& r) {
+at::Tensor Searcher::architecture_gradient(const std::vector<Slot>& slots, const at::Tensor& lambda, double eta,
+                                           SearchStep& r) {
   at::Tensor& alpha = supernet_->alpha();
+  const double share = 1.0 / double(options_.batch);
   at::Tensor g;
+  double validation_sum = 0;
+  std::vector<at::Tensor> none;
   if (options_.order == "first") {
-    prepare_path(true);
-    const Pass q = run(val, lambda, false);
-    r.validation_loss = q.total.item<double>();
-    g = grads(q.total, {alpha})[0];
+    std::vector<at::Tensor> sum;
+    for (const Slot& s : slots) {
+      prepare_path(true);  // α's mixing weights: a graph of their own for each slot's gradient
+      const Pass q = run(s.val_box, lambda, false);
+      validation_sum += q.total.item<double>();
+      accumulate(sum, gradients(q.total * share, {alpha}));
+    }
+    std::vector<at::Tensor> extra{at::tensor({validation_sum}, at::kDouble)};
+    sum_across(sum, {alpha}, extra);
+    r.validation_loss = extra[0][0].item<double>() * share;
+    g = sum[0];
   } else {
     // DARTS's second order: ∇α L_val(ω', α) − η·∇²α,ω L_train(ω, α)·P·v, v = ∇ω' L_val(ω', α).
     const auto params = supernet_->weights();
     auto saved = move_weights(step_direction(), -eta);
-    prepare_path(true);
-    const Pass q = run(val, lambda, false);
-    r.validation_loss = q.total.item<double>();
     std::vector<at::Tensor> inputs = {alpha};
     inputs.insert(inputs.end(), params.begin(), params.end());
-    const auto all = grads(q.total, inputs);
-    restore(saved);
-    const at::Tensor hessian_v = central(precondition({all.begin() + 1, all.end()}), [&] {
+    std::vector<at::Tensor> all;
+    for (const Slot& s : slots) {
       prepare_path(true);
-      return grads(run(train, lambda, true).total, {alpha})[0];
+      const Pass q = run(s.val_box, lambda, false);
+      validation_sum += q.total.item<double>();
+      accumulate(all, gradients(q.total * share, inputs));
+    }
+    restore_weights(saved);
+    std::vector<at::Tensor> extra{at::tensor({validation_sum}, at::kDouble)};
+    sum_across(all, inputs, extra);
+    r.validation_loss = extra[0][0].item<double>() * share;
+    at::Tensor hessian_v = central(precondition({all.begin() + 1, all.end()}), [&] {
+      std::vector<at::Tensor> sum;
+      for (const Slot& s : slots) {
+        prepare_path(true);
+        accumulate(sum, gradients(run(s.train_box, lambda, true).total * share, {alpha}));
+      }
+      return sum[0].defined() ? sum[0] : at::zeros_like(alpha);
     });
+    if (hessian_v.defined()) {
+      std::vector<at::Tensor> summed{hessian_v};
+      sum_across(none, {}, summed);
+      hessian_v = summed[0];
+    }
     g = all[0].defined() && hessian_v.defined() ? all[0] - eta * hessian_v : all[0];
   }
   if (!g.defined()) g = at::zeros_like(alpha);
+  // Once, after the sum: the latency term is the same on every rank.
   return g + grads(latency_loss(supernet_->probabilities()), {alpha})[0];
 }
 
 at::Tensor Searcher::objective_hypergradient(const TrainingPair& train, const TrainingPair& val) {
   SearchStep r;
   const at::Tensor lambda = this->lambda();
-  train_gradient(train, lambda, r);
-  return objective_gradient(train, val, lambda, options_.weight_lr * guard_.lr_scale(), r);
+  const std::vector<Slot> slots{{train, val, train, val, train}};
+  train_gradient(slots, lambda, r);
+  return objective_gradient(slots, lambda, options_.weight_lr * guard_.lr_scale(), r);
 }
 
 at::Tensor Searcher::architecture_gradient(const TrainingPair& train, const TrainingPair& val) {
   SearchStep r;
   const at::Tensor lambda = this->lambda();
-  train_gradient(train, lambda, r);
-  return architecture_gradient(train, val, lambda, options_.weight_lr * guard_.lr_scale(), r);
+  const std::vector<Slot> slots{{train, val, train, val, train}};
+  train_gradient(slots, lambda, r);
+  return architecture_gradient(slots, lambda, options_.weight_lr * guard_.lr_scale(), r);
 }
 
 }  // namespace autoreg::search

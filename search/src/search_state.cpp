@@ -34,7 +34,8 @@ std::vector<std::pair<std::string, std::string>> Searcher::fingerprint() const {
   std::string grid;
   for (int d = 0; d < 3; ++d) grid += (d ? "x" : "") + std::to_string(info_.grid[d]);
   // Named as the command's options are, so that a refused resume says which one changed.
-  return {{"mode", o.mode},
+  return {{"batch", std::to_string(o.batch)},
+          {"mode", o.mode},
           {"order", o.order},
           {"path", o.path},
           {"arch-path", o.architecture_path},
@@ -72,6 +73,9 @@ registration::Archive Searcher::state() const {
   a.fields.emplace_back("search.step", std::to_string(step_));
   a.fields.emplace_back("search.steps", std::to_string(options_.steps));
   guard_.save(a, "search.");
+  // Which network validate() evaluates after the last step (a decoupled evaluation of
+  // this checkpoint validates that one).
+  a.fields.emplace_back("search.warming_up", warming_up_ ? "1" : "0");
   a.fields.emplace_back("search.fixed_genotype", fixed_genotype_ ? fixed_genotype_->to_string() : "-");
   for (const auto& [key, value] : notes) a.fields.emplace_back("note." + key, value);
   for (const auto& p : supernet_->network_ptr()->named_parameters()) {
@@ -113,6 +117,7 @@ void Searcher::load_state(const registration::Archive& a, const std::string& pat
   // The guard (its running average absent from checkpoints written before it: it starts
   // again with the next phase).
   guard_.load(a, path, "search.");
+  warming_up_ = a.has_field("search.warming_up") && a.field("search.warming_up", path) == "1";
   const std::string fixed = a.field("search.fixed_genotype", path);
   try {
     fixed_genotype_ = fixed == "-" ? std::nullopt : std::optional(registration::Genotype::parse(fixed));
@@ -130,12 +135,15 @@ void Searcher::save_checkpoint(const std::string& path) {
   // The checkpoint is also the state a fault rolls back to, as in a run resumed from it:
   // both then continue alike.
   snapshots_.reset(state());
-  registration::write_archive(path, "SEARCH", snapshots_.latest());
+  // Rank 0 alone, in the background (the state is a copy: the search goes on).
+  if (rank() == 0) writer_.write(path, "SEARCH", snapshots_.latest());
 }
 
-void Searcher::resume(const std::string& path) {
-  const registration::Archive a = registration::read_archive(path, "SEARCH");
-  registration::check_run_fields(a, path, fingerprint(), "a search");
+void Searcher::resume(const std::string& path) { restore(registration::read_archive(path, "SEARCH"), path); }
+
+void Searcher::restore(const registration::Archive& a, const std::string& path) {
+  // Checkpoints from before batches took one pair per step.
+  registration::check_run_fields(a, path, fingerprint(), "a search", {{"batch", "1"}});
   load_state(a, path);
   snapshots_.reset(a);
 }

@@ -34,7 +34,8 @@ Searcher::Searcher(registration::TrainingSet data, const registration::ModelInfo
       costs_(std::move(costs)),
       device_(options_.device == "cuda" ? at::kCUDA : at::kCPU),
       dtype_(options_.float64 ? at::kDouble : at::kFloat),
-      guard_(options_.spike_factor, options_.max_rollbacks) {
+      guard_(options_.spike_factor, options_.max_rollbacks),
+      writer_(options_.async_checkpoints) {
   const auto& o = options_;
   if (o.mode != "joint" && o.mode != "sequential") throw std::invalid_argument("mode must be joint or sequential, got '" + o.mode + "'");
   if (o.order != "first" && o.order != "second") throw std::invalid_argument("order must be first or second, got '" + o.order + "'");
@@ -45,6 +46,7 @@ Searcher::Searcher(registration::TrainingSet data, const registration::ModelInfo
   if (o.architecture_path != "sampled" && o.architecture_path != "mixed") {
     throw std::invalid_argument("the architecture path must be sampled or mixed, got '" + o.architecture_path + "'");
   }
+  if (o.batch <= 0) throw std::invalid_argument("the batch must be positive");
   if (o.steps <= 0 || o.architecture_every <= 0 || o.objective_every <= 0 || o.snapshot_every <= 0) {
     throw std::invalid_argument("steps and update intervals must be positive");
   }
@@ -158,7 +160,9 @@ double Searcher::expected_forward_ms() const { return expected_ms(costs_, probab
 
 int64_t Searcher::validation_pair_count() const { return int64_t(registration::validation_pairs(data_).size()); }
 
-double Searcher::validate() {
+double Searcher::validate() { return validation_scores().dice; }
+
+registration::ValidationScores Searcher::validation_scores() {
   // The network being trained (prepare_path: the base path in a warm-up on it, the mixed
   // supernet on the mixed path: the derived network alone is another function until it is
   // retrained), except on sampled paths, where it is the derived network.
@@ -167,7 +171,7 @@ double Searcher::validate() {
   } else {
     prepare_path(false);
   }
-  return registration::validation_dice(supernet_->network(), data_, options_.seed, device_);
+  return registration::validation_scores(supernet_->network(), data_, options_.seed, device_);
 }
 
 at::Tensor Searcher::latency_loss(const at::Tensor& probabilities) const {
@@ -260,11 +264,65 @@ void Searcher::set_learning_rates() {
   set(*objective_adam_, options_.objective_lr);
 }
 
+std::vector<Searcher::Slot> Searcher::draw_slots(std::mt19937_64& step_rng, bool crop_weights) const {
+  registration::DrawOptions draw;
+  draw.augment = options_.augment;
+  draw.deformation_voxels = options_.deformation_voxels;
+  registration::DrawOptions plain;
+  plain.augment = false;
+  const int world = collective_ ? collective_->world() : 1;
+  std::vector<Slot> slots;
+  for (int64_t g = rank(); g < options_.batch; g += world) {
+    // Slot 0 goes on from the step's generators (as a step did before batches), slot g
+    // starts from (seed, step, g): the same pairs whichever rank draws them.
+    std::mt19937_64 own;
+    std::mt19937_64* rng = &step_rng;
+    if (g > 0) {
+      const uint64_t salt = uint64_t(g) * 0xD1B54A32D192ED03ULL;
+      own.seed(options_.seed * 0x9E3779B97F4A7C15ULL + uint64_t(step_) + salt);
+      at::manual_seed(options_.seed * 1000003ULL + uint64_t(step_) + salt);
+      rng = &own;
+    }
+    Slot s;
+    s.train = registration::draw_pair(data_, data_.train, draw, *rng);
+    s.val = registration::draw_pair(data_, labelled_validation_, plain, *rng);
+    // What α and λ see: one box of each pair.
+    s.train_box = registration::crop_pair(s.train, options_.update_crop, *rng);
+    s.val_box = registration::crop_pair(s.val, options_.update_crop, *rng);
+    s.weight_pair = crop_weights ? registration::crop_pair(s.train, options_.weight_crop, *rng) : s.train;
+    slots.push_back(std::move(s));
+  }
+  if (slots.empty()) throw std::logic_error("a rank without a slot: the batch is smaller than the ranks");
+  return slots;
+}
+
+void Searcher::distribute(registration::Collective& collective) {
+  if (options_.batch < collective.world()) {
+    throw std::invalid_argument("the batch (" + std::to_string(options_.batch) + " pairs per step) must be at least the " +
+                                "number of ranks (" + std::to_string(collective.world()) + ")");
+  }
+  collective_ = &collective;
+  // Rank 0's starting state (the same seed gives the same one; this makes sure), on the
+  // device, where NCCL wants it.
+  std::vector<at::Tensor> state, moved;
+  for (const auto& w : supernet_->weights()) state.push_back(w.detach());
+  state.push_back(supernet_->alpha().detach());
+  state.push_back(rho_.detach());
+  for (const auto& t : state) moved.push_back(t.to(device_));
+  collective.broadcast(moved);
+  c10::AutoGradMode no_grad(false);
+  for (size_t i = 0; i < state.size(); ++i) {
+    if (!moved[i].is_same(state[i])) state[i].copy_(moved[i]);
+  }
+  snapshots_.reset(this->state());
+}
+
 SearchStep Searcher::try_step() {
   const int64_t t = step_;
   std::mt19937_64 rng(options_.seed * 0x9E3779B97F4A7C15ULL + uint64_t(t));
   at::manual_seed(options_.seed * 1000003ULL + uint64_t(t));
   SearchStep r;
+  allreduce_seconds_ = 0;
   r.phase = phase();
   if (r.phase == "objective" && !fixed_genotype_) fixed_genotype_ = derived();
   // Nothing to update (no searched term, no searched edge): no update and its cost.
@@ -282,35 +340,26 @@ SearchStep Searcher::try_step() {
   };
   auto t0 = clock();
 
-  // The step's path (drawn once, used by its three updates) and pairs.
+  // The step's path (drawn once, used by its three updates; from (seed, step) alone: the
+  // same on every rank), then this rank's slots.
   warming_up_ = r.phase == "warmup" && options_.warmup_on_base;
   if (!fixed_genotype_ && !warming_up_ && options_.path == "sampled") supernet_->use_sampled(options_.tau_max, false);
-  registration::DrawOptions draw;
-  draw.augment = options_.augment;
-  draw.deformation_voxels = options_.deformation_voxels;
-  const TrainingPair train = registration::draw_pair(data_, data_.train, draw, rng);
-  registration::DrawOptions plain;
-  plain.augment = false;
-  const TrainingPair val = registration::draw_pair(data_, labelled_validation_, plain, rng);
-  // What α and λ see: one box of each pair.
-  const TrainingPair train_box = registration::crop_pair(train, options_.update_crop, rng);
-  const TrainingPair val_box = registration::crop_pair(val, options_.update_crop, rng);
-
-  // ω's gradient on the training pair (a box of it on the supernet when weight_crop < 1),
-  // applied last, after λ and α have used it.
-  const at::Tensor lambda = this->lambda();
   const bool crop_weights = options_.weight_crop < 1 && !warming_up_ && !fixed_genotype_;
-  const TrainingPair weight_pair = crop_weights ? registration::crop_pair(train, options_.weight_crop, rng) : train;
-  r.weight_voxels = weight_pair.fixed.numel();
-  r.loss = train_gradient(weight_pair, lambda, r);
-  guard_.check(r.gradient_norm, r.phase);  // ω's, before clipping
+  const std::vector<Slot> slots = draw_slots(rng, crop_weights);
+
+  // ω's gradient on the training pairs (a box of each on the supernet when weight_crop <
+  // 1), applied last, after λ and α have used it.
+  const at::Tensor lambda = this->lambda();
+  r.weight_voxels = slots.front().weight_pair.fixed.numel();
+  r.loss = train_gradient(slots, lambda, r);
+  guard_.check(r.gradient_norm, r.phase);  // ω's, before clipping (the same on every rank)
   const double eta = options_.weight_lr * guard_.lr_scale();
   r.seconds_weights = since(t0);
 
   t0 = clock();
   if (update_objective) {
     // Through λ = exp(ρ): × λ_i.
-    at::Tensor g_rho = objective_gradient(train_box, val_box, lambda, eta, r) * lambda;
+    at::Tensor g_rho = objective_gradient(slots, lambda, eta, r) * lambda;
     for (int i = 0; i < kObjectiveTerms; ++i) {
       if (!options_.searched_terms[i]) g_rho[i] = 0;
     }
@@ -337,7 +386,7 @@ SearchStep Searcher::try_step() {
 
   t0 = clock();
   if (update_architecture) {
-    const at::Tensor g_alpha = architecture_gradient(train_box, val_box, lambda, eta, r);
+    const at::Tensor g_alpha = architecture_gradient(slots, lambda, eta, r);
     if (!finite(g_alpha)) throw NonFinite("non-finite architecture gradient");
     supernet_->alpha().mutable_grad() = g_alpha;
     architecture_adam_->step();
@@ -351,6 +400,7 @@ SearchStep Searcher::try_step() {
   r.seconds_weights += since(t0);
   ++step_;
   r.step = step_;
+  r.seconds_allreduce = allreduce_seconds_;
   const at::Tensor l = this->lambda();
   for (int i = 0; i < kObjectiveTerms; ++i) r.lambda[i] = l[i].item<double>();
   return r;

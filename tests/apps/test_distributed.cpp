@@ -290,11 +290,6 @@ TEST_F(Distributed, LauncherOptionsAreChecked) {
   EXPECT_EQ(run(train("x.autoreg", "--steps 1 --max-restarts 2")).code, 1);  // without --nproc
   EXPECT_EQ(run(train("x.autoreg", "--steps 1 --batch 0")).code, 1);
   EXPECT_EQ(run(train("x.autoreg", "--steps 1 --collective-timeout 0")).code, 1);
-  // The search is one process for now: supervised with --nproc 1, refused with more.
-  Result search = run("search --manifest " + path("data.csv") + " --out " + path("s") + " --nproc 2");
-  EXPECT_EQ(search.code, 1) << search.output;
-  EXPECT_NE(search.output.find("one process"), std::string::npos) << search.output;
-  EXPECT_FALSE(fs::exists(path("s")));
   Result r = run_command("RANK=1 " + std::string(AUTOREG_BIN) + " " + train("x.autoreg", "--steps 1") + " 2>&1");
   EXPECT_EQ(r.code, 1) << r.output;
   EXPECT_NE(r.output.find("WORLD_SIZE"), std::string::npos) << r.output;

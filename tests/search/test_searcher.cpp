@@ -290,6 +290,7 @@ TEST(Searcher, StoppedAndResumedEqualsUninterrupted) {
   for (int i = 0; i < 3; ++i) first.step();
   first.notes["seconds"] = "12.5";
   first.save_checkpoint(ckpt);
+  first.finish_checkpoints();  // written in the background
   at::manual_seed(2);  // another initialisation: the checkpoint must replace it all
   Searcher resumed(data, info, short_search(), costs);
   resumed.resume(ckpt);

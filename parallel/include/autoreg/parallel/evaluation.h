@@ -14,6 +14,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "autoreg/registration/archive.h"
 
@@ -26,6 +27,8 @@ struct Evaluation {
 
 struct WatchOptions {
   std::string checkpoint;      // the run's checkpoint (rewritten in place by the run)
+  std::string kind = "CHECKPOINT";  // its archive kind (a search's: SEARCH)
+  std::string step_field = "step";  // the field with its step (a search's: search.step)
   std::string results;         // JSON lines, appended (one per evaluated checkpoint)
   std::string best;            // the best checkpoint so far, rewritten when one beats it
   std::string finished;        // a file whose appearance (newer than the checkpoint) ends the watch: the run's model
@@ -50,5 +53,19 @@ struct EvaluatedStep {
   bool best;
 };
 std::vector<EvaluatedStep> read_evaluations(const std::string& results, int64_t after_step);
+
+// What a run reads of its watcher's results as they arrive: latest() looks at the file
+// when it has grown since the last look and returns the newest evaluation after the
+// last one returned (none: nothing new).
+class EvaluationFollower {
+ public:
+  EvaluationFollower(std::string results, int64_t after_step) : results_(std::move(results)), step_(after_step) {}
+  std::optional<EvaluatedStep> latest();
+
+ private:
+  std::string results_;
+  int64_t step_;
+  uintmax_t size_ = 0;
+};
 
 }  // namespace autoreg::parallel

@@ -31,6 +31,12 @@
 // halves the step sizes and goes on; more than max_rollbacks in a row stop the search
 // with an error.
 // Every step's randomness comes from (seed, step): a resumed search continues exactly.
+// Batches and ranks: a step's pairs are `batch` slots, slot g drawn from (seed, step, g)
+// whichever rank runs it (rank r runs g = r, r + world, ...); the step's path is drawn
+// from (seed, step) alone, the same on every rank. Every quantity of the step is the
+// mean over the slots: ω's gradient, v = ∇ω' of the validation Dice, the terms'
+// finite differences, α's gradient (and its Hessian-vector product), summed across
+// ranks (distribute()), so a step does not depend on the number of ranks.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -42,9 +48,13 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "autoreg/registration/archive.h"
+#include "autoreg/registration/checkpoint_writer.h"
+#include "autoreg/registration/collective.h"
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/objective.h"
 #include "autoreg/registration/train.h"
@@ -60,6 +70,10 @@ namespace autoreg::search {
 
 struct SearchOptions {
   int64_t steps = 1000;             // search steps, warm-up included
+  // Pair slots per step over all ranks (the global batch; the class comment). Slot 0
+  // draws as a step did before batches, so a batch of 1 is the search it was.
+  int64_t batch = 1;
+  bool async_checkpoints = true;    // written by a background thread (checkpoint_writer.h)
   double warmup_fraction = 0.5;     // first steps in which only ω moves (a training step's cost)
   // The warm-up trains the base genotype's path (its shared kernels' centres: every
   // candidate inherits them, mixed_edge.h) instead of sampled paths, which from random
@@ -166,6 +180,7 @@ struct SearchStep {
   int64_t weight_voxels = 0;        // voxels of the image ω's step saw (a box with weight_crop)
   // Seconds spent on ω's gradient and update, λ's update and α's update in this step.
   double seconds_weights = 0, seconds_objective = 0, seconds_architecture = 0;
+  double seconds_allreduce = 0;     // of those, summing across ranks (data-parallel)
 };
 
 class Searcher {
@@ -197,8 +212,11 @@ class Searcher {
   // E[forward ms] of the current distribution, and the derived genotype's prediction.
   double expected_forward_ms() const;
   registration::ObjectiveWeights objective() const;
-  // Mean Dice of the derived genotype (its path in the supernet) on the validation pairs.
+  // Mean Dice of the network being trained on the validation pairs: the derived genotype's
+  // path on a sampled path; the mixed supernet (or the base path in its warm-up) else.
   double validate();
+  // The same evaluation with its folding (a decoupled evaluation's line).
+  registration::ValidationScores validation_scores();
   int64_t validation_pair_count() const;
 
   const Supernet& supernet() const { return *supernet_; }
@@ -216,6 +234,15 @@ class Searcher {
   // λ now (5, CPU double).
   at::Tensor lambda() const;
 
+  // Data-parallel: this searcher runs the slots of `collective`'s rank, and every step's
+  // sums go across the ranks; rank 0's ω, α and λ are copied to the others now. Only
+  // rank 0 writes checkpoints. Needs batch ≥ the ranks. `collective` outlives the searcher.
+  void distribute(registration::Collective& collective);
+  int rank() const { return collective_ ? collective_->rank() : 0; }
+  registration::Collective* collective() const { return collective_; }
+  // Until the last checkpoint is on disk (they are written in the background).
+  void finish_checkpoints() { writer_.wait(); }
+
   // Fields kept in checkpoints and restored by resume(): the caller's (e.g. the time
   // spent) and "entropy_start" (α's per-edge entropy before the first update).
   std::map<std::string, std::string> notes;
@@ -223,12 +250,19 @@ class Searcher {
   // The whole state (ω, α, λ, the three optimisers, step, step-size scale, rollbacks),
   // written atomically (and kept as the state a fault rolls back to); resume() refuses a
   // checkpoint of other options, data or grid, naming what differs; it restores the total
-  // number of steps too (set_total_steps changes it).
+  // number of steps too (set_total_steps changes it). restore() does the same from a
+  // checkpoint already read (`path` names it in errors).
   void save_checkpoint(const std::string& path);
   void resume(const std::string& path);
+  void restore(const registration::Archive& checkpoint, const std::string& path);
 
  private:
   struct Pass;
+  // One slot's pairs of a step: whole (train, val), the boxes α and λ see, and ω's pair.
+  struct Slot {
+    registration::TrainingPair train, val, train_box, val_box, weight_pair;
+  };
+  std::vector<Slot> draw_slots(std::mt19937_64& step_rng, bool crop_weights) const;
   SearchStep try_step();
   registration::Archive state() const;
   void load_state(const registration::Archive& a, const std::string& path);
@@ -239,13 +273,16 @@ class Searcher {
   std::vector<at::Tensor> precondition(const std::vector<at::Tensor>& direction) const;
   std::vector<at::Tensor> step_direction() const;
   at::Tensor central(const std::vector<at::Tensor>& direction, const std::function<at::Tensor()>& f);
-  double train_gradient(const registration::TrainingPair& train, const at::Tensor& lambda, SearchStep& r);
-  at::Tensor objective_gradient(const registration::TrainingPair& train, const registration::TrainingPair& val,
-                                const at::Tensor& lambda, double eta, SearchStep& r);
-  at::Tensor architecture_gradient(const registration::TrainingPair& train, const registration::TrainingPair& val,
-                                   const at::Tensor& lambda, double eta, SearchStep& r);
+  double train_gradient(const std::vector<Slot>& slots, const at::Tensor& lambda, SearchStep& r);
+  at::Tensor objective_gradient(const std::vector<Slot>& slots, const at::Tensor& lambda, double eta, SearchStep& r);
+  at::Tensor architecture_gradient(const std::vector<Slot>& slots, const at::Tensor& lambda, double eta, SearchStep& r);
+  // Sums `g` (gradients of `like`, some undefined) and `extra` across the ranks in one
+  // call (nothing alone); after it an entry of g is undefined only if it was on every
+  // rank. Then throws NonFinite if anything summed is not finite (every rank alike).
+  void sum_across(std::vector<at::Tensor>& g, const std::vector<at::Tensor>& like, std::vector<at::Tensor>& extra) const;
+  std::vector<at::Tensor> gradients(const at::Tensor& loss, const std::vector<at::Tensor>& inputs) const;
   std::vector<at::Tensor> move_weights(const std::vector<at::Tensor>& direction, double scale);
-  void restore(const std::vector<at::Tensor>& saved);
+  void restore_weights(const std::vector<at::Tensor>& saved);
   at::Tensor latency_loss(const at::Tensor& probabilities) const;
   void keep_within_budget();
   void set_learning_rates();
@@ -272,6 +309,9 @@ class Searcher {
   std::optional<double> progress_;
   double progress() const;
   mutable registration::Snapshots snapshots_;
+  registration::Collective* collective_ = nullptr;
+  mutable double allreduce_seconds_ = 0;  // this step's, so far
+  registration::CheckpointWriter writer_;
 };
 
 }  // namespace autoreg::search
