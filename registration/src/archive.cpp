@@ -26,7 +26,9 @@ std::string dtype_name(at::ScalarType t) {
     case at::kFloat: return "float32";
     case at::kDouble: return "float64";
     case at::kLong: return "int64";
-    default: throw std::invalid_argument("archive: only float32, float64 and int64 tensors are stored");
+    case at::kInt: return "int32";
+    case at::kShort: return "int16";
+    default: throw std::invalid_argument("archive: only float32, float64, int64, int32 and int16 tensors are stored");
   }
 }
 
@@ -34,6 +36,8 @@ at::ScalarType dtype_of(const std::string& name) {
   if (name == "float32") return at::kFloat;
   if (name == "float64") return at::kDouble;
   if (name == "int64") return at::kLong;
+  if (name == "int32") return at::kInt;
+  if (name == "int16") return at::kShort;
   throw std::invalid_argument("unknown tensor type '" + name + "'");
 }
 

@@ -71,8 +71,7 @@ Model make_model(const ModelInfo& info) {
   return m;
 }
 
-Archive model_archive(const Model& model) {
-  const ModelInfo& i = model.info;
+Archive info_archive(const ModelInfo& i) {
   Archive a;
   a.fields = {{"network", i.network.kind},
               {"genotype", i.network.genotype.to_string()},
@@ -90,11 +89,16 @@ Archive model_archive(const Model& model) {
     }
     a.fields.emplace_back("note." + key, v);
   }
+  return a;
+}
+
+Archive model_archive(const Model& model) {
+  Archive a = info_archive(model.info);
   for (const auto& p : model.network->named_parameters()) a.tensors.emplace_back("param/" + p.key(), p.value());
   return a;
 }
 
-Model model_from_archive(const Archive& a, const std::string& path) {
+ModelInfo info_from_archive(const Archive& a, const std::string& path) {
   ModelInfo info;
   info.network.kind = a.field("network", path);
   try {
@@ -118,6 +122,11 @@ Model model_from_archive(const Archive& a, const std::string& path) {
   for (const auto& [key, value] : a.fields) {
     if (key.rfind("note.", 0) == 0) info.notes[key.substr(5)] = value;
   }
+  return info;
+}
+
+Model model_from_archive(const Archive& a, const std::string& path) {
+  const ModelInfo info = info_from_archive(a, path);
   Model model;
   try {
     model = make_model(info);

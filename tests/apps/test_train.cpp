@@ -5,10 +5,12 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
 #include "autoreg/io/volume.h"
+#include "autoreg/registration/training_set_file.h"
 #include "cli.h"
 
 namespace autoreg::test {
@@ -163,6 +165,35 @@ TEST_F(Train, BadModelsAndOptions) {
   r = run("train --manifest " + path("bad.csv") + " --out " + path("m.autoreg"));
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find(path("bad.csv") + ":2:"), std::string::npos) << r.output;
+}
+
+// `autoreg pack`: the manifest's subjects as one file that reads without ITK or the
+// source volumes, on the grid train would use; bad input as everywhere.
+TEST_F(Train, PacksATrainingSetThatReadsWithoutItsSources) {
+  Result r = run("pack --manifest " + path("data.csv") + " --out " + path("set.trainset") +
+                 " --grid 16x16x16 --spacing 1.5 --threads 2");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("3 training, 1 validation subjects and an atlas"), std::string::npos) << r.output;
+  for (int s = 0; s < 5; ++s) fs::remove(path("s" + std::to_string(s) + ".nii.gz"));  // not needed any more
+  const registration::TrainingSetFile set = registration::read_training_set(path("set.trainset"));
+  EXPECT_EQ(set.info.grid, (std::array<int64_t, 3>{16, 16, 16}));
+  ASSERT_EQ(set.set.train.size(), 3u);
+  ASSERT_TRUE(set.set.atlas.has_value());
+  EXPECT_EQ(set.set.train[0].image.sizes(), at::IntArrayRef({1, 1, 16, 16, 16}));
+  EXPECT_TRUE(set.set.train[0].labels.defined());
+  // The trainer takes it as it is.
+  registration::ModelInfo info = set.info;
+  at::manual_seed(0);
+  registration::Model model = registration::make_model(info);
+  registration::TrainOptions o;
+  o.steps = 1;
+  registration::Trainer trainer(model, set.set, o);
+  EXPECT_TRUE(std::isfinite(trainer.train_step().loss));
+
+  EXPECT_EQ(run("pack --manifest " + path("missing.csv") + " --out " + path("x.trainset")).code, 2);
+  EXPECT_EQ(run("pack --manifest " + path("data.csv") + " --out " + path("data.csv")).code, 1);
+  EXPECT_EQ(run("pack --manifest " + path("data.csv") + " --out " + path("x.trainset") + " --grid 15x16x16").code, 1);
+  EXPECT_FALSE(fs::exists(path("x.trainset")));
 }
 
 }  // namespace

@@ -1,10 +1,10 @@
 // The container of model files and training checkpoints: a text header that says what
 // the file is (readable with `head`), then the tensors' bytes.
 //
-//   AUTOREG <KIND>                      KIND: MODEL or CHECKPOINT
+//   AUTOREG <KIND>                      KIND: MODEL, CHECKPOINT, SEARCH or TRAINING_SET
 //   format 2
 //   <key> <value>                       any number of fields, one per line
-//   tensor <name> <dtype> <ndim> <sizes...>   dtype: float32, float64 or int64
+//   tensor <name> <dtype> <ndim> <sizes...>   dtype: float32, float64, int64, int32 or int16
 //   checksum <16 hex digits>            FNV-1a 64 of the lines above and the data
 //   data <bytes>
 //   <the tensors' bytes, little-endian, in the order listed>

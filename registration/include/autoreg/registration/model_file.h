@@ -46,5 +46,8 @@ Model load_model(const std::string& path);
 // what checkpoints (training) store alongside the optimiser's state.
 Archive model_archive(const Model& model);
 Model model_from_archive(const Archive& archive, const std::string& path);
+// The model's description alone (no weights): what a training set file carries.
+Archive info_archive(const ModelInfo& info);
+ModelInfo info_from_archive(const Archive& archive, const std::string& path);
 
 }  // namespace autoreg::registration

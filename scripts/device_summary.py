@@ -1,0 +1,124 @@
+#!/usr/bin/env python3
+"""The device check's summary (scripts/device-check.sh): reads what its steps left
+(BUILD/steps.jsonl, BUILD/gtest/*.json, OUT/measure.json, OUT/train.json) and writes
+OUT/summary.md (the tables), OUT/summary.json (everything) and OUT/tests.json (every
+CUDA test's result). Standard library only: it runs on the GPU machine's python3.
+
+    python3 scripts/device_summary.py --build BUILD --out OUT [--rehearse]
+"""
+import argparse
+import glob
+import json
+import os
+
+
+def load(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def steps(build):
+    out = []
+    try:
+        with open(os.path.join(build, "steps.jsonl")) as f:
+            for line in f:
+                try:
+                    out.append(json.loads(line))
+                except ValueError:
+                    pass
+    except OSError:
+        pass
+    return out
+
+
+def tests(build):
+    cases = []
+    for path in sorted(glob.glob(os.path.join(build, "gtest", "*.json"))):
+        report = load(path)
+        if not report:
+            cases.append({"binary": os.path.basename(path), "name": "(no report)", "result": "failed"})
+            continue
+        for suite in report.get("testsuites", []):
+            for t in suite.get("testsuite", []):
+                if t.get("failures"):
+                    result = "failed"
+                elif t.get("result") == "SKIPPED" or t.get("status") == "NOTRUN":
+                    result = "skipped"
+                else:
+                    result = "passed"
+                cases.append({"binary": os.path.basename(path)[:-5], "name": f"{suite['name']}.{t['name']}",
+                              "result": result, "seconds": float(str(t.get("time", "0")).rstrip("s") or 0),
+                              "failure": "\n".join(f.get("failure", "") for f in t.get("failures", []))[:2000]})
+    return cases
+
+
+def seconds_text(s):
+    return f"{s * 1000:.1f} ms" if s < 1 else f"{s:.2f} s"
+
+
+def measurement_rows(measure):
+    rows = {r["name"]: r for r in (measure or {}).get("rows", [])}
+    # The paper's figures are at 160x192x224: a rehearsal's small sizes are not compared.
+    paper_size = (measure or {}).get("size") == [160, 192, 224]
+    lines = []
+    for name, r in rows.items():
+        if "error" in r:
+            lines.append(f"| {name} | failed: {r['error'][:120]} | | |")
+            continue
+        ref = ""
+        if name.startswith("warp_"):
+            other = rows.get(name.replace("warp_", "grid_sample_", 1))
+            if other and "seconds" in other:
+                ref = f"grid_sample {seconds_text(other['seconds'])}: {other['seconds'] / r['seconds']:.2f}x faster"
+        elif "paper_seconds" in r and paper_size:
+            ref = f"paper {r['paper_seconds']:.3f} s: {r['paper_seconds'] / r['seconds']:.2f}x faster"
+        lines.append(f"| {name} | {seconds_text(r['seconds'])} | {r['peak_mib']:.0f} | {ref} |")
+    return lines
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--rehearse", action="store_true")
+    args = ap.parse_args()
+    done = steps(args.build)
+    cases = tests(args.build)
+    measure = load(os.path.join(args.out, "measure.json"))
+    train = load(os.path.join(args.out, "train.json"))
+    counts = {k: sum(c["result"] == k for c in cases) for k in ("passed", "failed", "skipped")}
+
+    md = [f"# autoreg device check{' (rehearsal, CPU)' if args.rehearse else ''}", ""]
+    if measure:
+        md += [f"Device: {measure.get('device')}; sizes {'x'.join(map(str, measure.get('size', [])))}; "
+               f"{measure.get('threads')} CPU threads.", ""]
+    md += ["| step | result | seconds |", "|---|---|---:|"]
+    md += [f"| {s['step']} | {'ok' if s['ok'] else 'FAILED'} | {s['seconds']:.0f} |" for s in done]
+    md += ["", f"CUDA tests: {counts['passed']} passed, {counts['failed']} failed, {counts['skipped']} skipped.", ""]
+    for c in cases:
+        if c["result"] == "failed":
+            md += [f"- FAILED {c['binary']} {c['name']}: {c.get('failure', '').splitlines()[0] if c.get('failure') else ''}"]
+    md += ["", "| measurement | median | peak MiB | against |", "|---|---:|---:|---|"]
+    md += measurement_rows(measure)
+    if train:
+        md += ["", "| training (the default model's recipe) | |", "|---|---|",
+               f"| steps | {train['steps']} in {train['seconds']:.0f} s ({train['steps_per_second']:.2f} steps/s) |",
+               f"| validation Dice (OASIS-TRT 06-07) | {train['validation_dice'] if train['validation_dice'] is None else round(train['validation_dice'], 4)} |",
+               f"| folding | {train['folding_percent']:.3f} % |",
+               f"| peak memory | {train['peak_mib']:.0f} MiB |",
+               f"| model | {os.path.basename(train['model'])} |"]
+    with open(os.path.join(args.out, "summary.md"), "w") as f:
+        f.write("\n".join(md) + "\n")
+    with open(os.path.join(args.out, "tests.json"), "w") as f:
+        json.dump(cases, f, indent=1)
+    with open(os.path.join(args.out, "summary.json"), "w") as f:
+        json.dump({"rehearsal": args.rehearse, "steps": done, "tests": counts, "measure": measure, "train": train},
+                  f, indent=1)
+    print("\n".join(md))
+
+
+if __name__ == "__main__":
+    main()
