@@ -41,7 +41,7 @@ std::vector<int64_t> padded_steps(int s, int64_t hp, int64_t wp) {
 Searched search(const at::Tensor& target_in, const at::Tensor& atlas_in, const at::Tensor& labels_in, int s, int r) {
   const at::Tensor target = target_in.to(at::kFloat).contiguous();
   const int64_t d = target.size(0), h = target.size(1), w = target.size(2);
-  // Faces repeated s voxels outward: every shifted view is a slice.
+  // Faces repeated s voxels outward: every shifted read is in bounds.
   const auto pad = [s](const at::Tensor& x) {
     return at::replication_pad3d(x.to(at::kFloat).unsqueeze(0).unsqueeze(0), {s, s, s, s, s, s})[0][0].contiguous();
   };
@@ -50,16 +50,22 @@ Searched search(const at::Tensor& target_in, const at::Tensor& atlas_in, const a
   out.labels = pad(labels_in).round_().to(at::kInt).contiguous();  // exact below 2^24
   out.msd = at::full({d, h, w}, INFINITY, at::kFloat);
   out.chosen = at::zeros({d, h, w}, at::kShort);
-  const auto offsets = search_offsets(s);
-  for (size_t k = 0; k < offsets.size(); ++k) {
-    const auto& o = offsets[k];
-    const at::Tensor shifted =
-        out.image.slice(0, s + o[0], s + o[0] + d).slice(1, s + o[1], s + o[1] + h).slice(2, s + o[2], s + o[2] + w);
-    const at::Tensor msd = box_mean((target - shifted).square_(), r);
-    const at::Tensor better = msd < out.msd;  // nearest first: moving away needs a strict gain
-    out.msd = at::where(better, msd, out.msd);
-    out.chosen.masked_fill_(better, int64_t(k));
-  }
+  SearchVolumes v;
+  v.target = target.data_ptr<float>();
+  v.atlas = out.image.data_ptr<float>();
+  v.best = out.msd.data_ptr<float>();
+  v.chosen = out.chosen.data_ptr<int16_t>();
+  v.d = d;
+  v.h = h;
+  v.w = w;
+  v.s = s;
+  v.r = r;
+  const std::vector<std::array<int, 3>> offsets = search_offsets(s);
+  // Slabs of planes, a few per thread (each recomputes 2r planes of its neighbours').
+  const int64_t slabs = std::min<int64_t>(d, 4 * int64_t(at::get_num_threads()));
+  at::parallel_for(0, slabs, 1, [&](int64_t s0, int64_t s1) {
+    for (int64_t sl = s0; sl < s1; ++sl) search_slab(v, offsets, sl * d / slabs, (sl + 1) * d / slabs);
+  });
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <array>
+#include <cstdint>
 #include <vector>
 
 #include "autoreg/segmentation/fusion.h"
@@ -28,6 +29,27 @@ struct Searched {
 // target's patch around x (least mean squared difference; the smallest |o| wins ties, so
 // flat regions keep o = 0); reads outside the volume take the nearest face voxel.
 Searched search(const at::Tensor& target, const at::Tensor& atlas, const at::Tensor& labels, int s, int r);
+
+// The volumes of one atlas's search, as raw D×H×W floats (the atlas padded by s on every
+// side), for search_slab (search_kernel.cpp: no torch headers, built for this machine's
+// vector units).
+struct SearchVolumes {
+  const float* target;
+  const float* atlas;  // (D+2s)×(H+2s)×(W+2s)
+  float* best;         // the best mean squared difference so far (start: +inf)
+  int16_t* chosen;     // its offset's index
+  int64_t d, h, w;
+  int s, r;
+};
+
+// The search for planes [z0, z1) over every offset (search_offsets' order): in one sweep
+// per offset, each plane's squared differences are summed over the box along W and H
+// (sums of 2r+1 shifted rows, which vectorise), kept in a ring of 2r+1 planes, and once a
+// plane's box is complete along D its mean is compared with the best so far; no
+// volume-sized temporary. Sums in float (at most (2r+1)³ squares of z-scores, relative
+// rounding ~1e-6; box_mean sums in double: tests/segmentation pin the choices to it).
+// A box at a border counts only what it holds.
+void search_slab(const SearchVolumes& v, const std::vector<std::array<int, 3>>& offsets, int64_t z0, int64_t z1);
 
 // Weighted vote or JLF with searched atlases, as ANTs' joint fusion: at every voxel x
 // each atlas votes with its label at x + o(x), and its patch errors are those of its
