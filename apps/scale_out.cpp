@@ -104,4 +104,25 @@ Distributed join_if_distributed(const ScaleOutArgs& args, const std::string& dev
   return d;
 }
 
+void lead_first(registration::Collective* collective, bool lead, const std::function<void()>& work) {
+  if (!collective) {
+    work();
+    return;
+  }
+  std::exception_ptr failure;
+  if (lead) {
+    try {
+      work();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  collective->barrier();
+  if (collective->any(failure != nullptr)) {
+    if (failure) std::rethrow_exception(failure);
+    throw std::runtime_error("rank 0 failed to prepare the run (its message says why)");
+  }
+  if (!lead) work();
+}
+
 }  // namespace autoreg::apps

@@ -9,6 +9,7 @@
 
 #include <chrono>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,6 +54,12 @@ struct Distributed {
 // command exits with); then the caller rethrows. Does nothing for a single process or
 // under --nproc.
 void diagnose_own_failure(const Distributed& d, const std::exception& e, int exit_code, const std::string& failures);
+
+// Rank 0 runs `work` first (preprocessing into a cache, measuring what the others then
+// read) while the other ranks wait at a barrier; then they run it. A failure on rank 0
+// reaches every rank: rank 0 rethrows it, the others stop with a message saying so,
+// instead of waiting at the barrier for its 2 hours. Alone: just `work`.
+void lead_first(registration::Collective* collective, bool lead, const std::function<void()>& work);
 
 // Reads the environment (a UsageError when it is malformed) and, if it names a rank,
 // connects it to the others (collective-timeout: --collective-timeout; the rendezvous

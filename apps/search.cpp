@@ -114,7 +114,13 @@ int search_main(SearchParams p) {
         p.evaluations = watcher->results();
       }
       search_loop(searcher, p, out, earlier);
-      if (watcher) finish_search_evaluation(*watcher, searcher, out);
+      if (watcher) {
+        finish_search_evaluation(*watcher, searcher, out);
+        // The last evaluation's Dice kept with the checkpoint (a resumed finished search
+        // exports it again).
+        searcher.save_checkpoint(checkpoint);
+        searcher.finish_checkpoints();
+      }
     }
     summary = export_search(searcher, p, out, default_ms);
   }  // the supernet's memory goes before retraining
@@ -122,6 +128,9 @@ int search_main(SearchParams p) {
     if (lead) std::fprintf(stderr, "--retrain-steps 0: no model written\n");
     return kOk;
   }
+  // Rank 0's last evaluation and its forward-time measurement may outlast a collective's
+  // timeout: the others wait at the barrier (2 hours), not in the retraining's broadcast.
+  if (p.collective) p.collective->barrier();
   retrain(p, out, data, summary);
   return kOk;
 }

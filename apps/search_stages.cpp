@@ -19,6 +19,7 @@
 #include "autoreg/search/report.h"
 #include "exit_codes.h"
 #include "run_log.h"
+#include "scale_out.h"
 #include "search_outputs.h"
 #include "training_loop.h"
 #include "validation_process.h"
@@ -53,13 +54,14 @@ registration::TrainingSet load_data(SearchParams& p) {
     if (lead && !p.evaluate) parallel::append_failure(failures, parallel::skipped_row(what));
   };
   registration::TrainingSet data;
-  if (!lead) p.collective->barrier();  // rank 0 preprocesses into the cache
-  try {
-    data = pipeline::load_training_set(manifest, p.info, 4, dataset);
-  } catch (const std::invalid_argument& e) {
-    throw io::IoError(e.what());
-  }
-  if (lead && p.collective) p.collective->barrier();
+  // Rank 0 preprocesses into the cache; the others then read it.
+  lead_first(p.collective, lead, [&] {
+    try {
+      data = pipeline::load_training_set(manifest, p.info, 4, dataset);
+    } catch (const std::invalid_argument& e) {
+      throw io::IoError(e.what());
+    }
+  });
   if (lead) std::fprintf(stderr, "search set: %zu training, %zu validation subjects%s; model grid %ldx%ldx%ld at %g mm\n",
                data.train.size(), data.validation.size(), data.atlas ? ", atlas mode" : ", pairwise mode",
                long(p.info.grid[0]), long(p.info.grid[1]), long(p.info.grid[2]), p.info.spacing[0]);
@@ -98,24 +100,25 @@ search::OpCosts operation_costs(const SearchParams& p, const Paths& out) {
   const std::string own = out.file("op_cost.json");
   const std::string from = p.op_cost.empty() ? own : p.op_cost;
   search::OpCosts costs;
-  if (!p.lead) p.collective->barrier();  // rank 0 measures and writes DIR/op_cost.json
-  if (fs::exists(from)) {
-    try {
-      costs = search::load_op_costs(from);
-    } catch (const std::runtime_error& e) {
-      throw io::IoError(e.what());
+  // Rank 0 measures (or reads) and writes DIR/op_cost.json; the others then read it.
+  lead_first(p.collective, p.lead, [&] {
+    if (fs::exists(from)) {
+      try {
+        costs = search::load_op_costs(from);
+      } catch (const std::runtime_error& e) {
+        throw io::IoError(e.what());
+      }
+      if (costs.grid != p.info.grid) throw io::IoError(from + ": measured at another grid than this search's");
+      if (from != own && p.lead) search::save_op_costs(own, costs);
+    } else {
+      if (!p.lead) throw std::runtime_error(own + ": not written by rank 0");
+      std::fprintf(stderr, "measuring the operations' forward times at %ldx%ldx%ld (%d threads)...\n",
+                   long(p.info.grid[0]), long(p.info.grid[1]), long(p.info.grid[2]), at::get_num_threads());
+      costs = search::measure_op_costs(p.info.grid, p.info.network, p.options.device, 3,
+                                       [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); });
+      search::save_op_costs(own, costs);
     }
-    if (costs.grid != p.info.grid) throw io::IoError(from + ": measured at another grid than this search's");
-    if (from != own && p.lead) search::save_op_costs(own, costs);
-  } else {
-    if (!p.lead) throw std::runtime_error(own + ": not written by rank 0");
-    std::fprintf(stderr, "measuring the operations' forward times at %ldx%ldx%ld (%d threads)...\n",
-                 long(p.info.grid[0]), long(p.info.grid[1]), long(p.info.grid[2]), at::get_num_threads());
-    costs = search::measure_op_costs(p.info.grid, p.info.network, p.options.device, 3,
-                                     [](const std::string& l) { std::fprintf(stderr, "%s\n", l.c_str()); });
-    search::save_op_costs(own, costs);
-  }
-  if (p.lead && p.collective) p.collective->barrier();
+  });
   return costs;
 }
 

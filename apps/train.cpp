@@ -89,13 +89,13 @@ int train(TrainParams p, Distributed& dist) {
   };
   registration::TrainingSet data;
   // Rank 0 preprocesses into the cache; the others read what it wrote.
-  if (!lead) dist.collective->barrier();
-  try {
-    data = pipeline::load_training_set(manifest, p.info, p.size_multiple, dataset);
-  } catch (const std::invalid_argument& e) {
-    throw io::IoError(e.what());  // a manifest that cannot train: bad input
-  }
-  if (lead && dist.collective) dist.collective->barrier();
+  lead_first(dist.collective.get(), lead, [&] {
+    try {
+      data = pipeline::load_training_set(manifest, p.info, p.size_multiple, dataset);
+    } catch (const std::invalid_argument& e) {
+      throw io::IoError(e.what());  // a manifest that cannot train: bad input
+    }
+  });
   if (lead) std::fprintf(stderr, "training set: %zu training, %zu validation subjects%s; model grid %ldx%ldx%ld at %g mm\n",
                data.train.size(), data.validation.size(), data.atlas ? ", atlas mode" : ", pairwise mode",
                long(p.info.grid[0]), long(p.info.grid[1]), long(p.info.grid[2]), p.info.spacing[0]);

@@ -137,14 +137,29 @@ nlohmann::json measure(const Args& args) {
   nlohmann::json rows = nlohmann::json::array();
   warp_rows(rows, device, size, repeats);
 
-  // The searched network: the default model's genotype and network options.
+  // The searched network: the default model's genotype and network options. A file that
+  // cannot be read is a failed row; the measurements go on without it.
   registration::Model recipe;
-  const bool has_model = args.has("model");
-  if (has_model) recipe = registration::load_model(args.get("model"));
+  bool has_model = false;
+  if (args.has("model")) {
+    row(rows, "read_model", [&] {
+      recipe = registration::load_model(args.get("model"));
+      has_model = true;
+      return nlohmann::json{{"file", args.get("model")}};
+    });
+  }
   network_rows(rows, device, size, repeats, has_model ? recipe.info.network : registration::NetworkSpec{});
 
+  registration::TrainingSetFile set;
+  bool has_set = false;
   if (args.has("set")) {
-    const registration::TrainingSetFile set = registration::read_training_set(args.get("set"));
+    row(rows, "read_set", [&] {
+      set = registration::read_training_set(args.get("set"));
+      has_set = true;
+      return nlohmann::json{{"file", args.get("set")}, {"grid", set.info.grid}};
+    });
+  }
+  if (has_set) {
     row(rows, "train_step", [&] {
       registration::ModelInfo info = set.info;
       if (has_model) info.network = recipe.info.network;

@@ -50,6 +50,7 @@ mkdir -p "$out" "$build/gtest"
 rm -f "$build/steps.jsonl" "$build"/gtest/*.json
 log="$out/device-check.log"
 exec > >(tee "$log") 2>&1
+tee_pid=$!
 start=$(date +%s)
 echo "device-check: $( ((rehearse)) && echo rehearsal on the CPU || echo GPU run) from $root, carried $carry, results in $out"
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
@@ -76,7 +77,7 @@ step() {
 
 step configure cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release --log-level=WARNING \
   -DAUTOREG_WITH_ITK=OFF -DAUTOREG_BUILD_EXAMPLES=OFF -DAUTOREG_THIRD_PARTY="$carry/third_party" \
-  -DCMAKE_CUDA_ARCHITECTURES=90 "${torch_args[@]}"
+  -DCMAKE_CUDA_ARCHITECTURES=90 ${torch_args[@]+"${torch_args[@]}"}
 step build cmake --build "$build" -j "$jobs" --target autoreg_ops_tests \
   autoreg_search_tests autoreg_parallel_tests autoreg_device_check
 
@@ -107,3 +108,6 @@ fi
 
 step summary python3 "$root/scripts/device_summary.py" --build "$build" --out "$out" $( ((rehearse)) && echo --rehearse)
 echo "device-check: $(($(date +%s) - start)) s in all"
+# Every line in the log before the results are collected.
+exec 1>&- 2>&-
+wait "$tee_pid"

@@ -285,6 +285,26 @@ TEST_F(Distributed, OneSupervisedProcessResumesFromItsCheckpointAfterARestart) {
   EXPECT_EQ(weight_difference(path("one.autoreg"), path("straight.autoreg")), 0.0);
 }
 
+TEST_F(Distributed, Rank0FailingToPrepareStopsEveryRankWithItsDiagnosis) {
+  // Rank 0 preprocesses while the others wait at a barrier: a manifest it cannot read
+  // stops them all at once (not after the barrier's 2 hours), as bad input, not restarted.
+  std::ofstream csv(path("broken.csv"));
+  csv << "image,labels,split\nbroken0.nii.gz,,train\nbroken1.nii.gz,,train\n";
+  csv.close();
+  // Files that are there (the manifest's check passes on every rank) but not volumes.
+  std::ofstream(path("broken0.nii.gz")) << "not a volume";
+  std::ofstream(path("broken1.nii.gz")) << "not a volume";
+  Result r = run_command(std::string(AUTOREG_BIN) + " train --manifest " + path("broken.csv") + " --out " +
+                         path("broken.autoreg") + " --cache " + path("cache") +
+                         " --grid 16x16x16 --steps 2 --threads 1 --nproc 2 --max-restarts 2 2>&1");
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find("rank 0 failed to prepare the run"), std::string::npos) << r.output;
+  const auto lines = failures("broken.autoreg");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0]["class"], "bad_input") << lines[0].dump();
+  EXPECT_EQ(lines[0]["rank"], 0) << lines[0].dump();
+}
+
 TEST_F(Distributed, LauncherOptionsAreChecked) {
   EXPECT_EQ(run(train("x.autoreg", "--steps 1 --nproc 0")).code, 1);
   EXPECT_EQ(run(train("x.autoreg", "--steps 1 --max-restarts 2")).code, 1);  // without --nproc

@@ -6,7 +6,7 @@
 //
 //   AUTOREG TRAINING_SET
 //   <the model description's fields>      as in a model file
-//   train_count 5, validation_count 2, atlas 0|1, subject.<k>.name ..., subject.<k>.split ...
+//   subjects 7, subject.<k>.name ..., subject.<k>.split train|val|atlas
 //   tensor subject/<k>/image float32 5 1 1 D H W
 //   tensor subject/<k>/labels int16 5 1 1 D H W      (absent: no label map)
 //   tensor intensity_table ...                       (absent: none)
