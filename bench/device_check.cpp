@@ -70,6 +70,19 @@ double peak_mib(const at::Device& device) {
   return double(u.ru_maxrss) / 1024.0;
 }
 
+registration::TrainOptions recipe_options(const registration::ModelInfo& recipe, const at::Device& device) {
+  const auto note = [&](const std::string& key, const std::string& fallback) {
+    auto it = recipe.notes.find(key);
+    return it == recipe.notes.end() ? fallback : it->second;
+  };
+  registration::TrainOptions o;
+  o.device = device.is_cuda() ? "cuda" : "cpu";
+  o.learning_rate = std::stod(note("learning_rate", "0.001"));
+  o.dice_weight = std::stod(note("dice_weight", std::to_string(o.dice_weight)));
+  if (recipe.notes.count("objective")) o.objective = registration::ObjectiveWeights::parse(recipe.notes.at("objective"));
+  return o;
+}
+
 std::string device_name(const at::Device& device) {
 #ifdef AUTOREG_WITH_CUDA
   if (device.is_cuda()) {

@@ -9,6 +9,9 @@
 #include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
 
+#include "autoreg/registration/model_file.h"
+#include "autoreg/registration/train.h"
+
 #include <map>
 #include <string>
 
@@ -31,6 +34,10 @@ void reset_peak(const at::Device& device);
 double peak_mib(const at::Device& device);
 // The device's name ("cpu" or the GPU's).
 std::string device_name(const at::Device& device);
+
+// The training options of a model's recipe, from its notes (learning rate, Dice weight,
+// λ; the trainer's defaults where a note is missing, the learning rate 1e-3), on `device`.
+registration::TrainOptions recipe_options(const registration::ModelInfo& recipe, const at::Device& device);
 
 // measure: --device cpu|cuda --size DxHxW [--set FILE] [--model FILE] [--repeats N]
 nlohmann::json measure(const Args& args);

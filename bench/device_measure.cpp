@@ -165,12 +165,7 @@ nlohmann::json measure(const Args& args) {
       if (has_model) info.network = recipe.info.network;
       at::manual_seed(0);
       registration::Model model = registration::make_model(info);
-      registration::TrainOptions o;
-      o.device = device.is_cuda() ? "cuda" : "cpu";
-      o.learning_rate = 1e-3;
-      if (has_model && recipe.info.notes.count("objective")) {
-        o.objective = registration::ObjectiveWeights::parse(recipe.info.notes.at("objective"));
-      }
+      registration::TrainOptions o = recipe_options(has_model ? recipe.info : registration::ModelInfo{}, device);
       o.steps = 1 << 30;
       registration::Trainer trainer(model, set.set, o);
       nlohmann::json r = timed(device, repeats, [&] { trainer.train_step(); });

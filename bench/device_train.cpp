@@ -27,18 +27,10 @@ nlohmann::json train(const Args& args) {
   const double minutes = args.number("minutes", 5);
   const registration::TrainingSetFile set = registration::read_training_set(args.get("set"));
   const registration::Model recipe = registration::load_model(args.get("model"));
-  const auto note = [&](const std::string& key, const std::string& fallback) {
-    auto it = recipe.info.notes.find(key);
-    return it == recipe.info.notes.end() ? fallback : it->second;
-  };
   registration::ModelInfo info = set.info;  // the set's grid, spacing, orientation
   info.network = recipe.info.network;
   info.notes.clear();
-  registration::TrainOptions o;
-  o.device = device.is_cuda() ? "cuda" : "cpu";
-  o.learning_rate = std::stod(note("learning_rate", "0.001"));
-  o.dice_weight = std::stod(note("dice_weight", "1"));
-  if (recipe.info.notes.count("objective")) o.objective = registration::ObjectiveWeights::parse(note("objective", ""));
+  registration::TrainOptions o = recipe_options(recipe.info, device);
   o.seed = uint64_t(args.number("seed", 0));
   o.steps = int64_t(1) << 40;
   at::manual_seed(o.seed);

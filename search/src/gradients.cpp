@@ -144,21 +144,17 @@ void Searcher::sum_across(std::vector<at::Tensor>& g, const std::vector<at::Tens
     }
     parts.push_back(g[i]);
   }
-  std::vector<at::Tensor> moved;
-  for (auto& e : extra) {
-    moved.push_back(e.to(device_));  // NCCL sums device tensors only
-    parts.push_back(moved.back());
-  }
-  const at::Tensor anywhere = at::tensor(had).to(device_);
+  // CPU or device tensors alike: the collective moves each bucket to its backend's device.
+  for (auto& e : extra) parts.push_back(e);
+  const at::Tensor anywhere = at::tensor(had);
   parts.push_back(anywhere);
   const auto before = std::chrono::steady_clock::now();
   collective_->sum(parts);
   allreduce_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
-  const at::Tensor reached = anywhere.cpu();
+  const at::Tensor& reached = anywhere;
   for (size_t i = 0; i < g.size(); ++i) {
     if (!(reached[int64_t(i)].item<float>() > 0)) g[i] = at::Tensor();
   }
-  for (size_t i = 0; i < extra.size(); ++i) extra[i] = moved[i].to(extra[i].device());
   for (const auto& t : g) {
     if (!finite(t)) throw NonFinite("non-finite gradient (summed over the ranks)");
   }

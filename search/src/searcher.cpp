@@ -302,18 +302,13 @@ void Searcher::distribute(registration::Collective& collective) {
                                 "number of ranks (" + std::to_string(collective.world()) + ")");
   }
   collective_ = &collective;
-  // Rank 0's starting state (the same seed gives the same one; this makes sure), on the
-  // device, where NCCL wants it.
-  std::vector<at::Tensor> state, moved;
+  // Rank 0's starting state (the same seed gives the same one; this makes sure), in
+  // place (the collective moves CPU tensors to NCCL's device and back).
+  std::vector<at::Tensor> state;
   for (const auto& w : supernet_->weights()) state.push_back(w.detach());
   state.push_back(supernet_->alpha().detach());
   state.push_back(rho_.detach());
-  for (const auto& t : state) moved.push_back(t.to(device_));
-  collective.broadcast(moved);
-  c10::AutoGradMode no_grad(false);
-  for (size_t i = 0; i < state.size(); ++i) {
-    if (!moved[i].is_same(state[i])) state[i].copy_(moved[i]);
-  }
+  collective.broadcast(state);
   snapshots_.reset(this->state());
 }
 
