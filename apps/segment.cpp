@@ -110,11 +110,14 @@ nlohmann::json run(SegmentParams p) {
     if (truth.data.defined()) a["dice"] = registration::mean_dice_over_reference(truth.data, s.atlases.labels[i]);
     list.push_back(a);
   }
+  nlohmann::json fusion_stages = nlohmann::json::object();
+  for (const auto& [name, seconds] : s.fused.stage_seconds) fusion_stages[name] = seconds;
   nlohmann::json out = {{"target", p.target},
                         {"out", p.out},
                         {"atlases", list},
                         {"fusion", segmentation::to_string(p.options.fusion.method)},
                         {"fusion_seconds", s.fusion_seconds},
+                        {"fusion_stage_seconds", fusion_stages},
                         {"unanimous_percent", 100.0 * double(s.fused.unanimous) / double(s.fused.labels.numel())},
                         {"seconds", std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()},
                         {"peak_memory_mib", pipeline::peak_resident_mib()},

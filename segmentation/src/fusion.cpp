@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <stdexcept>
 #include <tuple>
@@ -223,6 +224,13 @@ Fused fuse(const at::Tensor& target, const Atlases& atlases, const Options& o) {
   // Only the box where the atlases disagree needs weights (a head volume is mostly
   // air, where they all say 0), with a margin of 2r: the patches of its voxels and the
   // local normalisation of theirs. Voxels outside it are unanimous.
+  auto lap = std::chrono::steady_clock::now();
+  std::vector<std::pair<std::string, double>> stages;
+  const auto stage = [&](const char* name) {
+    const auto now = std::chrono::steady_clock::now();
+    stages.emplace_back(name, std::chrono::duration<double>(now - lap).count());
+    lap = now;
+  };
   const at::Tensor first = atlases.labels[0].to(at::kInt);
   at::Tensor differ = at::zeros(target.sizes(), at::kBool);
   for (size_t a = 1; a < atlases.labels.size(); ++a) differ.logical_or_(atlases.labels[a].to(at::kInt).ne(first));
@@ -257,6 +265,7 @@ Fused fuse(const at::Tensor& target, const Atlases& atlases, const Options& o) {
   const bool patch_vote = o.patch_vote && o.method != Method::Majority && o.patch_radius > 0;
   Options block_options = o;
   if (patch_vote) block_options.keep_weights = true;
+  stage("box");
   Fused inner;
   if (search) {
     // Every atlas searched where it best matches (local z-scores, each image's own scale),
@@ -266,16 +275,26 @@ Fused fuse(const at::Tensor& target, const Atlases& atlases, const Options& o) {
       return o.normalise ? detail::local_zscore(x.to(at::kFloat), r, sc.center, sc.eps) : x.to(at::kFloat);
     };
     const at::Tensor t = z(crop(target), target_scale);
+    // Only where some label a search reads could differ (undecided()) and the patches
+    // there: elsewhere every outcome (labels, weights, labels as read) is the same for
+    // any offset.
+    const at::Tensor open = detail::undecided(box.labels, o.search_radius);
+    const at::Tensor need = detail::dilated(open, r);
     std::vector<detail::Searched> searched;
     for (size_t a = 0; a < box.images.size(); ++a) {
-      searched.push_back(detail::search(t, z(box.images[a], scales[a]), box.labels[a], o.search_radius, r));
+      searched.push_back(detail::search(t, z(box.images[a], scales[a]), box.labels[a], o.search_radius, r, need));
     }
+    stage("search");
     inner = detail::fuse_searched(t, searched, block_options);
-    if (patch_vote) detail::vote_searched_patches(inner, searched, o);
+    stage("weights");
+    if (patch_vote) detail::vote_searched_patches(inner, searched, o, open);
+    if (patch_vote) stage("vote");
     box.labels = inner.searched_labels;  // what the weights vote for
   } else {
     inner = fuse_block(crop(target), box, scales, target_scale, block_options);
+    stage("weights");
     if (patch_vote) vote_with_patches(inner, box.labels, o.patch_radius);
+    if (patch_vote) stage("vote");
   }
   crop(out.labels).copy_(inner.labels);
   if (search && o.keep_weights) {
@@ -288,6 +307,7 @@ Fused fuse(const at::Tensor& target, const Atlases& atlases, const Options& o) {
     out.weights.slice(1, lo[0], hi[0]).slice(2, lo[1], hi[1]).slice(3, lo[2], hi[2]).copy_(inner.weights);
   }
   out.unanimous = target.numel() - inner.labels.numel() + inner.unanimous;
+  out.stage_seconds = stages;
   return out;
 }
 

@@ -38,7 +38,8 @@ std::vector<int64_t> padded_steps(int s, int64_t hp, int64_t wp) {
 
 }  // namespace
 
-Searched search(const at::Tensor& target_in, const at::Tensor& atlas_in, const at::Tensor& labels_in, int s, int r) {
+Searched search(const at::Tensor& target_in, const at::Tensor& atlas_in, const at::Tensor& labels_in, int s, int r,
+                const at::Tensor& need_in) {
   const at::Tensor target = target_in.to(at::kFloat).contiguous();
   const int64_t d = target.size(0), h = target.size(1), w = target.size(2);
   // Faces repeated s voxels outward: every shifted read is in bounds.
@@ -50,22 +51,55 @@ Searched search(const at::Tensor& target_in, const at::Tensor& atlas_in, const a
   out.labels = pad(labels_in).round_().to(at::kInt).contiguous();  // exact below 2^24
   out.msd = at::full({d, h, w}, INFINITY, at::kFloat);
   out.chosen = at::zeros({d, h, w}, at::kShort);
+  const at::Tensor need = need_in.defined() ? need_in.to(at::kByte).contiguous() : at::Tensor();
   SearchVolumes v;
   v.target = target.data_ptr<float>();
   v.atlas = out.image.data_ptr<float>();
   v.best = out.msd.data_ptr<float>();
   v.chosen = out.chosen.data_ptr<int16_t>();
+  v.need = need.defined() ? need.data_ptr<uint8_t>() : nullptr;
   v.d = d;
   v.h = h;
   v.w = w;
   v.s = s;
   v.r = r;
   const std::vector<std::array<int, 3>> offsets = search_offsets(s);
-  // Slabs of planes, a few per thread (each recomputes 2r planes of its neighbours').
-  const int64_t slabs = std::min<int64_t>(d, 4 * int64_t(at::get_num_threads()));
-  at::parallel_for(0, slabs, 1, [&](int64_t s0, int64_t s1) {
-    for (int64_t sl = s0; sl < s1; ++sl) search_slab(v, offsets, sl * d / slabs, (sl + 1) * d / slabs);
+  // Chunks of rows whose ring of 2r+1 planes stays near 256 KB (a core's cache), and of
+  // planes, a few per thread, taken in turn as threads come free (how much a chunk has
+  // to search varies); each recomputes the 2r planes and rows its boxes share with its
+  // neighbours'.
+  const int64_t threads = at::get_num_threads();
+  const int64_t chunk_rows = std::max<int64_t>(8, (int64_t(256) << 10) / ((2 * int64_t(r) + 1) * w * 4));
+  const int64_t ny = (h + chunk_rows - 1) / chunk_rows;
+  const int64_t nz = std::min<int64_t>(d, std::max<int64_t>(1, (6 * threads + ny - 1) / ny));
+  std::atomic<int64_t> next{0};
+  at::parallel_for(0, threads, 1, [&](int64_t, int64_t) {
+    for (int64_t c = next++; c < nz * ny; c = next++) {
+      const int64_t iz = c / ny, iy = c % ny;
+      search_chunk(v, offsets, iz * d / nz, (iz + 1) * d / nz, iy * h / ny, (iy + 1) * h / ny);
+    }
   });
+  return out;
+}
+
+at::Tensor undecided(const std::vector<at::Tensor>& labels, int s) {
+  std::vector<at::Tensor> held;
+  std::vector<const int32_t*> ptr;
+  for (const auto& l : labels) {
+    held.push_back(l.to(at::kInt).contiguous());
+    ptr.push_back(held.back().data_ptr<int32_t>());
+  }
+  const int64_t d = held[0].size(0), h = held[0].size(1), w = held[0].size(2);
+  at::Tensor mask = at::empty({d, h, w}, at::kByte);
+  uint8_t* m = mask.data_ptr<uint8_t>();
+  at::parallel_for(0, d, 1, [&](int64_t z0, int64_t z1) { label_changes(ptr, d, h, w, z0, z1, m); });
+  dilate(m, d, h, w, s);
+  return mask;
+}
+
+at::Tensor dilated(const at::Tensor& mask, int radius) {
+  at::Tensor out = mask.to(at::kByte).contiguous().clone();
+  dilate(out.data_ptr<uint8_t>(), out.size(0), out.size(1), out.size(2), radius);
   return out;
 }
 
@@ -100,7 +134,8 @@ Fused fuse_searched(const at::Tensor& target_in, const std::vector<Searched>& at
     std::vector<int32_t> l(static_cast<size_t>(n));
     std::vector<int64_t> shift(static_cast<size_t>(n));
     std::vector<double> wt(static_cast<size_t>(n)), m(static_cast<size_t>(n) * n);
-    std::vector<float> err(static_cast<size_t>(n) * side * side * side);
+    std::vector<float> err(static_cast<size_t>(n) * side * side * side);  // patch position × atlas
+    std::vector<double> pair_sum(static_cast<size_t>(n) * (n + 1) / 2);
     int64_t agreed = 0;
     for (int64_t z = z0; z < z1; ++z) {
       for (int64_t y = 0; y < h; ++y) {
@@ -132,18 +167,23 @@ Fused fuse_searched(const at::Tensor& target_in, const std::vector<Searched>& at
                 for (int64_t xx = std::max<int64_t>(0, x - r); xx <= std::min<int64_t>(w - 1, x + r); ++xx) {
                   const float tv = t[(zz * h + yy) * w + xx];
                   const int64_t p = (zz * hp + yy) * wp + xx;
-                  for (int a = 0; a < n; ++a) err[size_t(a) * side * side * side + count] = std::abs(tv - image[a][p + shift[a]]);
+                  for (int a = 0; a < n; ++a) err[size_t(count) * n + a] = std::abs(tv - image[a][p + shift[a]]);
                   ++count;
                 }
               }
             }
-            const int64_t stride = int64_t(side) * side * side;
-            for (int a = 0; a < n; ++a) {
-              for (int b = a; b < n; ++b) {
-                double sum = 0;
-                for (int k = 0; k < count; ++k) sum += double(err[a * stride + k]) * err[b * stride + k];
-                m[a * n + b] = m[b * n + a] = sum / count;
+            // Every pair's sum over the patch in the patch's order, the pairs side by side
+            // (independent additions, which overlap).
+            std::fill(pair_sum.begin(), pair_sum.end(), 0.0);
+            for (int k = 0; k < count; ++k) {
+              const float* e = err.data() + size_t(k) * n;
+              double* sum = pair_sum.data();
+              for (int a = 0; a < n; ++a) {
+                for (int b = a; b < n; ++b) *sum++ += double(e[a]) * e[b];
               }
+            }
+            for (int a = 0, q = 0; a < n; ++a) {
+              for (int b = a; b < n; ++b, ++q) m[a * n + b] = m[b * n + a] = pair_sum[q] / count;
             }
             jlf_weights(m.data(), wt.data(), n, o.alpha, o.beta);
           }
@@ -161,20 +201,20 @@ Fused fuse_searched(const at::Tensor& target_in, const std::vector<Searched>& at
   return out;
 }
 
-void vote_searched_patches(Fused& fused, const std::vector<Searched>& atlases, const Options& o) {
+void vote_searched_patches(Fused& fused, const std::vector<Searched>& atlases, const Options& o,
+                           const at::Tensor& undecided) {
   const int n = int(atlases.size());
   const int s = o.search_radius, r = o.patch_radius;
   const int64_t d = fused.labels.size(0), h = fused.labels.size(1), w = fused.labels.size(2), total = d * h * w;
   const int64_t hp = h + 2 * s, wp = w + 2 * s;
   const std::vector<int64_t> step = padded_steps(s, hp, wp);
-  // Only voxels near a disagreement can change: those within r of one.
+  // Only voxels near a disagreement can change: those within r of one (and, given
+  // `undecided`, only where it marks).
   at::Tensor differ = at::zeros({d, h, w}, at::kBool);
   for (int a = 1; a < n; ++a) differ.logical_or_(fused.searched_labels[a].ne(fused.searched_labels[0]));
-  const at::Tensor near = at::max_pool3d(differ.to(at::kFloat).unsqueeze(0), {2 * r + 1, 2 * r + 1, 2 * r + 1}, {1, 1, 1},
-                                         {r, r, r})[0]
-                              .gt(0)
-                              .contiguous();
-  const bool* todo = near.data_ptr<bool>();
+  at::Tensor todo_mask = dilated(differ, r);
+  if (undecided.defined()) todo_mask.mul_(undecided.to(at::kByte));
+  const uint8_t* todo = todo_mask.data_ptr<uint8_t>();
   std::vector<const int16_t*> chosen;
   std::vector<const int32_t*> labels;
   for (const auto& a : atlases) {
@@ -184,36 +224,57 @@ void vote_searched_patches(Fused& fused, const std::vector<Searched>& atlases, c
   const float* weights = fused.weights.data_ptr<float>();
   int32_t* out = fused.labels.data_ptr<int32_t>();
   at::parallel_for(0, d, 1, [&](int64_t z0, int64_t z1) {
-    std::vector<int32_t> cand;
-    std::vector<double> score;
+    // At most one candidate per vote; the last one matched is tried first (neighbouring
+    // votes are mostly for the same label). Each atlas's votes summed apart (chains of
+    // additions that overlap), then the atlases'.
+    const size_t most = size_t(n) * size_t(2 * r + 1) * size_t(2 * r + 1) * size_t(2 * r + 1);
+    std::vector<int32_t> cand_store(most);
+    std::vector<double> score_store(most * size_t(n));  // candidate × atlas
+    int32_t* cand = cand_store.data();
+    double* score = score_store.data();
     for (int64_t z = z0; z < z1; ++z) {
+      const int64_t za = std::max<int64_t>(0, z - r), zb = std::min<int64_t>(d - 1, z + r);
       for (int64_t y = 0; y < h; ++y) {
+        const int64_t ya = std::max<int64_t>(0, y - r), yb = std::min<int64_t>(h - 1, y + r);
         for (int64_t x = 0; x < w; ++x) {
           const int64_t i = (z * h + y) * w + x;
           if (!todo[i]) continue;
-          cand.clear();
-          score.clear();
+          const int64_t xa = std::max<int64_t>(0, x - r), xb = std::min<int64_t>(w - 1, x + r);
+          int count = 0, last = 0;
           const int64_t here = (z * hp + y) * wp + x;  // this voxel's read at offset (−s, −s, −s)
-          for (int64_t zz = std::max<int64_t>(0, z - r); zz <= std::min<int64_t>(d - 1, z + r); ++zz) {
-            for (int64_t yy = std::max<int64_t>(0, y - r); yy <= std::min<int64_t>(h - 1, y + r); ++yy) {
-              for (int64_t xx = std::max<int64_t>(0, x - r); xx <= std::min<int64_t>(w - 1, x + r); ++xx) {
+          for (int64_t zz = za; zz <= zb; ++zz) {
+            for (int64_t yy = ya; yy <= yb; ++yy) {
+              for (int64_t xx = xa; xx <= xb; ++xx) {
                 const int64_t j = (zz * h + yy) * w + xx;
                 for (int a = 0; a < n; ++a) {
                   const int32_t l = labels[a][here + step[chosen[a][j]]];
                   const double v = weights[a * total + j];
-                  size_t c = 0;
-                  while (c < cand.size() && cand[c] != l) ++c;
-                  if (c == cand.size()) {
-                    cand.push_back(l);
-                    score.push_back(0);
+                  if (count == 0 || cand[last] != l) {
+                    int c = 0;
+                    while (c < count && cand[c] != l) ++c;
+                    if (c == count) {
+                      cand[count] = l;
+                      std::fill(score + size_t(count) * n, score + size_t(count + 1) * n, 0.0);
+                      ++count;
+                    }
+                    last = c;
                   }
-                  score[c] += v;
+                  score[size_t(last) * n + a] += v;
                 }
               }
             }
           }
-          size_t best = 0;
-          for (size_t c = 1; c < cand.size(); ++c) {
+          // Each candidate's sum over the atlases (sums of at most a few hundred float
+          // weights in double: exact unless their magnitudes span 2^19, so the order the
+          // votes come in does not matter).
+          for (int c = 0; c < count; ++c) {
+            const double* sc = score + size_t(c) * n;
+            double sum = sc[0];
+            for (int a = 1; a < n; ++a) sum += sc[a];
+            score[c] = sum;  // candidate c's total, packed in front (c ≤ c·n)
+          }
+          int best = 0;
+          for (int c = 1; c < count; ++c) {
             if (score[c] > score[best] || (score[c] == score[best] && cand[c] < cand[best])) best = c;
           }
           out[i] = cand[best];

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "autoreg/segmentation/fusion.h"
+#include "search_kernel.h"
 
 namespace autoreg::segmentation::detail {
 
@@ -28,28 +29,21 @@ struct Searched {
 // whose (2r+1)³ patch of `atlas` (D×H×W z-scores, the same grid) is closest to the
 // target's patch around x (least mean squared difference; the smallest |o| wins ties, so
 // flat regions keep o = 0); reads outside the volume take the nearest face voxel.
-Searched search(const at::Tensor& target, const at::Tensor& atlas, const at::Tensor& labels, int s, int r);
+// `need` (uint8 D×H×W, optional): search only the tiles of rows (kSearchTile voxels)
+// that hold a voxel it marks; elsewhere chosen stays 0 and msd +inf.
+Searched search(const at::Tensor& target, const at::Tensor& atlas, const at::Tensor& labels, int s, int r,
+                const at::Tensor& need = {});
 
-// The volumes of one atlas's search, as raw D×H×W floats (the atlas padded by s on every
-// side), for search_slab (search_kernel.cpp: no torch headers, built for this machine's
-// vector units).
-struct SearchVolumes {
-  const float* target;
-  const float* atlas;  // (D+2s)×(H+2s)×(W+2s)
-  float* best;         // the best mean squared difference so far (start: +inf)
-  int16_t* chosen;     // its offset's index
-  int64_t d, h, w;
-  int s, r;
-};
+// Where a search can change an answer. A voxel y is decided when every label a search
+// could read for it (every atlas's, within ±s of y) is one and the same: every vote for y
+// is that label, whatever offsets were chosen, and so are the votes of y's own patch.
+// Returns uint8 D×H×W, 1 where y may be undecided: within ±s of a voxel where the atlases
+// disagree or an atlas's label changes to its next voxel along an axis (which holds every
+// undecided voxel). `labels`: the atlases' label maps on one grid.
+at::Tensor undecided(const std::vector<at::Tensor>& labels, int s);
 
-// The search for planes [z0, z1) over every offset (search_offsets' order): in one sweep
-// per offset, each plane's squared differences are summed over the box along W and H
-// (sums of 2r+1 shifted rows, which vectorise), kept in a ring of 2r+1 planes, and once a
-// plane's box is complete along D its mean is compared with the best so far; no
-// volume-sized temporary. Sums in float (at most (2r+1)³ squares of z-scores, relative
-// rounding ~1e-6; box_mean sums in double: tests/segmentation pin the choices to it).
-// A box at a border counts only what it holds.
-void search_slab(const SearchVolumes& v, const std::vector<std::array<int, 3>>& offsets, int64_t z0, int64_t z1);
+// `mask` (uint8) grown by `radius` voxels along each axis (a cube).
+at::Tensor dilated(const at::Tensor& mask, int radius);
 
 // Weighted vote or JLF with searched atlases, as ANTs' joint fusion: at every voxel x
 // each atlas votes with its label at x + o(x), and its patch errors are those of its
@@ -62,7 +56,9 @@ Fused fuse_searched(const at::Tensor& target, const std::vector<Searched>& atlas
 // offset, so a voxel y collects, for every x whose patch holds it, the votes
 // w_a(x)·[L_a(y + o_a(x))]; the label with the largest sum wins (ties: the smallest).
 // `fused` holds fuse_searched's result with its weights; its labels are replaced where
-// the votes around a voxel disagree.
-void vote_searched_patches(Fused& fused, const std::vector<Searched>& atlases, const Options& o);
+// the votes around a voxel disagree (and, given `undecided` (undecided()), only where it
+// marks: elsewhere every vote is for the label fuse_searched gave).
+void vote_searched_patches(Fused& fused, const std::vector<Searched>& atlases, const Options& o,
+                           const at::Tensor& undecided = {});
 
 }  // namespace autoreg::segmentation::detail

@@ -32,6 +32,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace autoreg::segmentation {
@@ -79,6 +80,9 @@ struct Fused {
   // With a local search and keep_weights: each atlas's labels as read after its search
   // (what the weights vote for; probability() uses them); else empty.
   std::vector<at::Tensor> searched_labels;
+  // Where fuse() spent its time, in order: "box" (where the atlases disagree), "search"
+  // (local z-scores and the local search), "weights", "vote" (patch voting).
+  std::vector<std::pair<std::string, double>> stage_seconds;
 };
 
 // Throws std::invalid_argument when shapes differ, a label map is not integer, there is
