@@ -283,6 +283,7 @@ Fused fuse(const at::Tensor& target, const Atlases& atlases, const Options& o) {
     std::vector<detail::Searched> searched;
     for (size_t a = 0; a < box.images.size(); ++a) {
       searched.push_back(detail::search(t, z(box.images[a], scales[a]), box.labels[a], o.search_radius, r, need));
+      if (o.method == Method::Jlf) searched.back().msd = at::Tensor();  // jlf weighs by patch errors
     }
     stage("search");
     inner = detail::fuse_searched(t, searched, block_options);

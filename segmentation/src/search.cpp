@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <stdexcept>
 
 #include "local_stats.h"
 #include "voting.h"
@@ -83,16 +84,18 @@ Searched search(const at::Tensor& target_in, const at::Tensor& atlas_in, const a
 }
 
 at::Tensor undecided(const std::vector<at::Tensor>& labels, int s) {
+  // The maps as they are where they are int32 with rows contiguous (a crop of a whole
+  // map is): no copies of the atlases' labels.
   std::vector<at::Tensor> held;
-  std::vector<const int32_t*> ptr;
+  std::vector<LabelView> views;
   for (const auto& l : labels) {
-    held.push_back(l.to(at::kInt).contiguous());
-    ptr.push_back(held.back().data_ptr<int32_t>());
+    held.push_back(l.scalar_type() == at::kInt && l.stride(2) == 1 ? l : l.to(at::kInt).contiguous());
+    views.push_back({held.back().data_ptr<int32_t>(), held.back().stride(0), held.back().stride(1)});
   }
   const int64_t d = held[0].size(0), h = held[0].size(1), w = held[0].size(2);
   at::Tensor mask = at::empty({d, h, w}, at::kByte);
   uint8_t* m = mask.data_ptr<uint8_t>();
-  at::parallel_for(0, d, 1, [&](int64_t z0, int64_t z1) { label_changes(ptr, d, h, w, z0, z1, m); });
+  at::parallel_for(0, d, 1, [&](int64_t z0, int64_t z1) { label_changes(views, d, h, w, z0, z1, m); });
   dilate(m, d, h, w, s);
   return mask;
 }
@@ -115,7 +118,10 @@ Fused fuse_searched(const at::Tensor& target_in, const std::vector<Searched>& at
   std::vector<const int32_t*> labels;
   for (const auto& a : atlases) {
     chosen.push_back(a.chosen.data_ptr<int16_t>());
-    msd.push_back(a.msd.data_ptr<float>());
+    msd.push_back(a.msd.defined() ? a.msd.data_ptr<float>() : nullptr);
+    if (o.method == Method::Weighted && !msd.back()) {
+      throw std::invalid_argument("fuse_searched: the weighted vote needs every atlas's patch errors (msd)");
+    }
     image.push_back(a.image.data_ptr<float>());
     labels.push_back(a.labels.data_ptr<int32_t>());
   }

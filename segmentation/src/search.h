@@ -20,7 +20,8 @@ std::vector<std::array<int, 3>> search_offsets(int s);
 // One atlas searched against the target.
 struct Searched {
   at::Tensor chosen;  // int16 D×H×W: per voxel, the index (search_offsets) of the best match
-  at::Tensor msd;     // float D×H×W: that match's patch mean squared difference
+  at::Tensor msd;     // float D×H×W: that match's patch mean squared difference (the
+                      // weighted vote's weights; fusion releases it for jlf)
   at::Tensor image;   // float, the atlas's values with its faces repeated s voxels outward
   at::Tensor labels;  // int32, its labels padded alike
 };

@@ -81,24 +81,24 @@ void dilate_axis(const uint8_t* in, uint8_t* out, int64_t lines, int64_t n, int6
 
 }  // namespace
 
-void label_changes(const std::vector<const int32_t*>& labels, int64_t d, int64_t h, int64_t w, int64_t z0, int64_t z1,
+void label_changes(const std::vector<LabelView>& labels, int64_t d, int64_t h, int64_t w, int64_t z0, int64_t z1,
                    uint8_t* changes) {
-  const int64_t plane = h * w;
   for (int64_t z = z0; z < z1; ++z) {
     for (int64_t y = 0; y < h; ++y) {
-      const int64_t row = z * plane + y * w;
-      uint8_t* c = changes + row;
+      uint8_t* c = changes + (z * h + y) * w;
       std::fill(c, c + w, uint8_t(0));
-      for (size_t a = 0; a < labels.size(); ++a) {
-        const int32_t* l = labels[a] + row;
-        const int32_t* first = labels[0] + row;
+      const int32_t* first = labels[0].data + z * labels[0].plane_stride + y * labels[0].row_stride;
+      for (const LabelView& v : labels) {
+        const int32_t* l = v.data + z * v.plane_stride + y * v.row_stride;
         for (int64_t x = 0; x < w; ++x) c[x] |= uint8_t(l[x] != first[x]);
         for (int64_t x = 0; x + 1 < w; ++x) c[x] |= uint8_t(l[x] != l[x + 1]);
         if (y + 1 < h) {
-          for (int64_t x = 0; x < w; ++x) c[x] |= uint8_t(l[x] != l[x + w]);
+          const int64_t next = v.row_stride;
+          for (int64_t x = 0; x < w; ++x) c[x] |= uint8_t(l[x] != l[x + next]);
         }
         if (z + 1 < d) {
-          for (int64_t x = 0; x < w; ++x) c[x] |= uint8_t(l[x] != l[x + plane]);
+          const int64_t next = v.plane_stride;
+          for (int64_t x = 0; x < w; ++x) c[x] |= uint8_t(l[x] != l[x + next]);
         }
       }
     }

@@ -36,9 +36,15 @@ struct SearchVolumes {
 void search_chunk(const SearchVolumes& v, const std::vector<std::array<int, 3>>& offsets, int64_t z0, int64_t z1,
                   int64_t y0, int64_t y1);
 
-// undecided()'s raw loops: 1 in `changes` (uint8 D×H×W) for planes [z0, z1) where an
-// atlas's label differs from atlas 0's or from its own next voxel along an axis.
-void label_changes(const std::vector<const int32_t*>& labels, int64_t d, int64_t h, int64_t w, int64_t z0, int64_t z1,
+// A D×H×W int32 label map's voxels: rows along W contiguous, planes and rows strided.
+struct LabelView {
+  const int32_t* data;
+  int64_t plane_stride, row_stride;
+};
+
+// undecided()'s raw loops: 1 in `changes` (uint8 D×H×W, contiguous) for planes [z0, z1)
+// where an atlas's label differs from atlas 0's or from its own next voxel along an axis.
+void label_changes(const std::vector<LabelView>& labels, int64_t d, int64_t h, int64_t w, int64_t z0, int64_t z1,
                    uint8_t* changes);
 // dilated()'s: in place, along W, H and D in turn.
 void dilate(uint8_t* mask, int64_t d, int64_t h, int64_t w, int radius);

@@ -57,6 +57,13 @@ TEST(SearchMask, HoldsEveryVoxelWhoseReadableLabelsDiffer) {
     EXPECT_GT(open, 0);
     EXPECT_GT(decided, 0) << "the mask should leave some voxels out";  // else the test proves nothing
   }
+  // Crops of bigger maps (as fusion's box is), read where they lie, give their copies' mask.
+  std::vector<at::Tensor> crops, copies;
+  for (const auto& l : sc.labels) {
+    crops.push_back(l.slice(0, 2, 12).slice(1, 3, 15).slice(2, 1, 18));
+    copies.push_back(crops.back().contiguous());
+  }
+  EXPECT_TRUE(at::equal(detail::undecided(crops, 2), detail::undecided(copies, 2)));
   // A grown mask: every voxel within the radius of a marked one.
   at::Tensor one = at::zeros({5, 6, 7}, at::kByte);
   one[2][3][4] = 1;

@@ -1,0 +1,1 @@
+// The translation unit that builds cmake/autoreg_pch.h precompiled (AutoregPch.cmake).
