@@ -52,6 +52,9 @@ Searched search(const at::Tensor& target_in, const at::Tensor& atlas_in, const a
   out.labels = pad(labels_in).round_().to(at::kInt).contiguous();  // exact below 2^24
   out.msd = at::full({d, h, w}, INFINITY, at::kFloat);
   out.chosen = at::zeros({d, h, w}, at::kShort);
+  if (need_in.defined() && !need_in.sizes().equals(target.sizes())) {
+    throw std::invalid_argument("search: the mask of voxels to search is not on the target's grid");
+  }
   const at::Tensor need = need_in.defined() ? need_in.to(at::kByte).contiguous() : at::Tensor();
   SearchVolumes v;
   v.target = target.data_ptr<float>();
@@ -219,7 +222,12 @@ void vote_searched_patches(Fused& fused, const std::vector<Searched>& atlases, c
   at::Tensor differ = at::zeros({d, h, w}, at::kBool);
   for (int a = 1; a < n; ++a) differ.logical_or_(fused.searched_labels[a].ne(fused.searched_labels[0]));
   at::Tensor todo_mask = dilated(differ, r);
-  if (undecided.defined()) todo_mask.mul_(undecided.to(at::kByte));
+  if (undecided.defined()) {
+    if (!undecided.sizes().equals(todo_mask.sizes())) {
+      throw std::invalid_argument("vote_searched_patches: the undecided mask is not on the labels' grid");
+    }
+    todo_mask.mul_(undecided.to(at::kByte));
+  }
   const uint8_t* todo = todo_mask.data_ptr<uint8_t>();
   std::vector<const int16_t*> chosen;
   std::vector<const int32_t*> labels;
@@ -231,11 +239,11 @@ void vote_searched_patches(Fused& fused, const std::vector<Searched>& atlases, c
   int32_t* out = fused.labels.data_ptr<int32_t>();
   at::parallel_for(0, d, 1, [&](int64_t z0, int64_t z1) {
     // At most one candidate per vote; the last one matched is tried first (neighbouring
-    // votes are mostly for the same label). Each atlas's votes summed apart (chains of
-    // additions that overlap), then the atlases'.
+    // votes are mostly for the same label). Each candidate's votes summed in the order
+    // they come (weights can span any range, so another order could round otherwise).
     const size_t most = size_t(n) * size_t(2 * r + 1) * size_t(2 * r + 1) * size_t(2 * r + 1);
     std::vector<int32_t> cand_store(most);
-    std::vector<double> score_store(most * size_t(n));  // candidate × atlas
+    std::vector<double> score_store(most);
     int32_t* cand = cand_store.data();
     double* score = score_store.data();
     for (int64_t z = z0; z < z1; ++z) {
@@ -260,24 +268,14 @@ void vote_searched_patches(Fused& fused, const std::vector<Searched>& atlases, c
                     while (c < count && cand[c] != l) ++c;
                     if (c == count) {
                       cand[count] = l;
-                      std::fill(score + size_t(count) * n, score + size_t(count + 1) * n, 0.0);
-                      ++count;
+                      score[count++] = 0;
                     }
                     last = c;
                   }
-                  score[size_t(last) * n + a] += v;
+                  score[last] += v;
                 }
               }
             }
-          }
-          // Each candidate's sum over the atlases (sums of at most a few hundred float
-          // weights in double: exact unless their magnitudes span 2^19, so the order the
-          // votes come in does not matter).
-          for (int c = 0; c < count; ++c) {
-            const double* sc = score + size_t(c) * n;
-            double sum = sc[0];
-            for (int a = 1; a < n; ++a) sum += sc[a];
-            score[c] = sum;  // candidate c's total, packed in front (c ≤ c·n)
           }
           int best = 0;
           for (int c = 1; c < count; ++c) {

@@ -7,6 +7,8 @@
 
 #include <ATen/ATen.h>
 
+#include <tuple>
+
 #include "autoreg/segmentation/fusion.h"
 #include "local_stats.h"
 #include "search.h"
@@ -291,6 +293,19 @@ TEST(Fusion, TheSearchInOnePassPerSlabChoosesAsTheTensorSearchDid) {
         EXPECT_TRUE(at::equal(fast.image, slow.image));
       }
     }
+  }
+  // Rows split into chunks (a wide volume: the ring of 2r+1 planes stays in a core's
+  // cache for about 10 rows of 1200), and the box sums' general path (r = 4: 9 rows).
+  for (const auto& [size, s, r] : std::vector<std::tuple<std::vector<int64_t>, int, int>>{
+           {{4, 26, 1200}, 2, 2}, {{19, 23, 17}, 1, 4}}) {
+    SCOPED_TRACE(std::to_string(size[2]) + " wide, r=" + std::to_string(r));
+    const at::Tensor target = at::upsample_trilinear3d(at::rand({1, 1, 5, 5, 5}), size, true)[0][0] * 3 - 1;
+    const at::Tensor atlas = at::roll(target, {1, -2}, {0, 2}) * 1.1 + 0.05 * at::rand(size);
+    const at::Tensor labels = (atlas > 0.5).to(at::kInt);
+    const detail::Searched fast = detail::search(target, atlas, labels, s, r);
+    const detail::Searched slow = search_by_tensors(target, atlas, labels, s, r);
+    EXPECT_LE(fast.chosen.ne(slow.chosen).to(at::kDouble).mean().item<double>(), 2e-3);
+    EXPECT_LT((fast.msd - slow.msd).abs().max().item<double>(), 1e-6 * slow.msd.abs().max().item<double>());
   }
 }
 

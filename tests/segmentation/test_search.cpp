@@ -6,6 +6,9 @@
 
 #include <ATen/ATen.h>
 
+#include <utility>
+#include <vector>
+
 #include "autoreg/segmentation/fusion.h"
 #include "search.h"
 
@@ -73,20 +76,28 @@ TEST(SearchMask, HoldsEveryVoxelWhoseReadableLabelsDiffer) {
 }
 
 TEST(SearchMask, ARestrictedSearchEqualsTheFullOneWhereItSearches) {
-  const Scene sc = scene({24, 22, 70}, 2, 4);  // W over two tiles
-  for (int s : {1, 2}) {
-    for (int r : {1, 2}) {
-      const at::Tensor need = detail::dilated(detail::undecided(sc.labels, s), r);
-      const detail::Searched full = detail::search(sc.target, sc.images[0], sc.labels[0], s, r);
-      const detail::Searched part = detail::search(sc.target, sc.images[0], sc.labels[0], s, r, need);
-      const at::Tensor where = need.to(at::kBool);
-      EXPECT_TRUE(at::equal(full.chosen.masked_select(where), part.chosen.masked_select(where)));
-      EXPECT_TRUE(at::equal(full.msd.masked_select(where), part.msd.masked_select(where)));
-      // Tiles with nothing to search are left alone.
-      EXPECT_TRUE(part.msd.isinf().any().item<bool>());
-      EXPECT_TRUE(part.chosen.masked_select(part.msd.isinf()).eq(0).all().item<bool>());
+  // W over three tiles; then rows split into chunks (1200 wide: ~10 rows a chunk).
+  for (const auto& [size, radii] : std::vector<std::pair<std::vector<int64_t>, std::vector<int>>>{
+           {{24, 22, 70}, {1, 2}}, {{6, 26, 1200}, {1}}}) {
+    const Scene sc = scene(size, 2, 4);
+    for (int s : radii) {
+      for (int r : radii) {
+        const at::Tensor need = detail::dilated(detail::undecided(sc.labels, s), r);
+        const detail::Searched full = detail::search(sc.target, sc.images[0], sc.labels[0], s, r);
+        const detail::Searched part = detail::search(sc.target, sc.images[0], sc.labels[0], s, r, need);
+        const at::Tensor where = need.to(at::kBool);
+        EXPECT_TRUE(at::equal(full.chosen.masked_select(where), part.chosen.masked_select(where)));
+        EXPECT_TRUE(at::equal(full.msd.masked_select(where), part.msd.masked_select(where)));
+        // Tiles with nothing to search are left alone.
+        EXPECT_TRUE(part.msd.isinf().any().item<bool>());
+        EXPECT_TRUE(part.chosen.masked_select(part.msd.isinf()).eq(0).all().item<bool>());
+      }
     }
   }
+  // A mask on another grid is refused.
+  const Scene sc = scene({8, 9, 10}, 2, 4);
+  EXPECT_THROW(detail::search(sc.target, sc.images[0], sc.labels[0], 1, 1, at::ones({8, 9, 11}, at::kByte)),
+               std::invalid_argument);
 }
 
 TEST(SearchMask, FusionAfterARestrictedSearchGivesTheFullSearchsAnswers) {
