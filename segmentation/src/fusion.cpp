@@ -221,9 +221,6 @@ Fused fuse(const at::Tensor& target, const Atlases& atlases, const Options& o) {
     for (const auto& image : atlases.images) scales.push_back(scale_of(image));
   }
   const Scale target_scale = o.method != Method::Majority ? scale_of(target) : Scale{0, 1};
-  // Only the box where the atlases disagree needs weights (a head volume is mostly
-  // air, where they all say 0), with a margin of 2r: the patches of its voxels and the
-  // local normalisation of theirs. Voxels outside it are unanimous.
   auto lap = std::chrono::steady_clock::now();
   std::vector<std::pair<std::string, double>> stages;
   const auto stage = [&](const char* name) {
@@ -231,6 +228,9 @@ Fused fuse(const at::Tensor& target, const Atlases& atlases, const Options& o) {
     stages.emplace_back(name, std::chrono::duration<double>(now - lap).count());
     lap = now;
   };
+  // Only the box where the atlases disagree needs weights (a head volume is mostly
+  // air, where they all say 0), with a margin of 2r: the patches of its voxels and the
+  // local normalisation of theirs. Voxels outside it are unanimous.
   const at::Tensor first = atlases.labels[0].to(at::kInt);
   at::Tensor differ = at::zeros(target.sizes(), at::kBool);
   for (size_t a = 1; a < atlases.labels.size(); ++a) differ.logical_or_(atlases.labels[a].to(at::kInt).ne(first));
@@ -288,14 +288,18 @@ Fused fuse(const at::Tensor& target, const Atlases& atlases, const Options& o) {
     stage("search");
     inner = detail::fuse_searched(t, searched, block_options);
     stage("weights");
-    if (patch_vote) detail::vote_searched_patches(inner, searched, o, open);
-    if (patch_vote) stage("vote");
+    if (patch_vote) {
+      detail::vote_searched_patches(inner, searched, o, open);
+      stage("vote");
+    }
     box.labels = inner.searched_labels;  // what the weights vote for
   } else {
     inner = fuse_block(crop(target), box, scales, target_scale, block_options);
     stage("weights");
-    if (patch_vote) vote_with_patches(inner, box.labels, o.patch_radius);
-    if (patch_vote) stage("vote");
+    if (patch_vote) {
+      vote_with_patches(inner, box.labels, o.patch_radius);
+      stage("vote");
+    }
   }
   crop(out.labels).copy_(inner.labels);
   if (search && o.keep_weights) {

@@ -104,7 +104,7 @@ at::Tensor undecided(const std::vector<at::Tensor>& labels, int s) {
 }
 
 at::Tensor dilated(const at::Tensor& mask, int radius) {
-  at::Tensor out = mask.to(at::kByte).contiguous().clone();
+  at::Tensor out = mask.contiguous().to(at::kByte, /*non_blocking=*/false, /*copy=*/true);  // one copy
   dilate(out.data_ptr<uint8_t>(), out.size(0), out.size(1), out.size(2), radius);
   return out;
 }
