@@ -19,6 +19,7 @@
 #include "exit_codes.h"
 
 namespace autoreg::apps {
+int run_adapt(int argc, char** argv);
 int run_apply(int argc, char** argv);
 int run_evaluate(int argc, char** argv);
 int run_register(int argc, char** argv);
@@ -50,6 +51,8 @@ const Subcommand kSubcommands[] = {
      "train a registration network on a dataset manifest and write a model file", true},
     {"search", autoreg::apps::run_search,
      "search the network architecture and training objective for a dataset, then retrain it", true},
+    {"adapt", autoreg::apps::run_adapt,
+     "adapt a trained model to a new scanner or contrast from a few unlabelled scans of it", true},
     {"segment", autoreg::apps::run_segment,
      "segment a target by registering labelled atlases onto it and fusing their labels"},
     {"validate", autoreg::apps::run_validate,

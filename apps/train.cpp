@@ -1,7 +1,7 @@
 // autoreg train --manifest M --out model.autoreg [--genotype FILE | --unet]
 //               [--grid DxHxW] [--spacing MM] [--steps N | --epochs E] [--lr R]
 //               [--similarity ncc|mse|mind] [--lambda λ] [--objective WEIGHTS] [--dice-weight W]
-//               [--synthetic F] [--no-augment] [--checkpoint-every N] [--validate-every N]
+//               [--synthetic F] [--feature-noise S] [--no-augment] [--checkpoint-every N] [--validate-every N]
 //               [--cache DIR] [--log FILE] [--device cpu|cuda] [--threads T] [--seed S] [--resume]
 //               [--batch G] [--nproc N [--max-restarts R]] [--collective-timeout S]
 //
@@ -77,6 +77,10 @@ int train(TrainParams p, Distributed& dist) {
     }
   }
   const io::Manifest manifest = io::read_manifest(p.manifest);
+  // Checked before anything is read or cached (the trainer says the same after loading).
+  if (!p.options.augment && manifest.split("atlas").empty() && manifest.split("train").size() == 1) {
+    throw io::IoError(p.manifest + ": pairwise training needs at least two training subjects (or one, with augmentation)");
+  }
   pipeline::DatasetOptions dataset;
   dataset.cache_dir = p.cache;
   dataset.max_unreadable_fraction = p.max_unreadable;
@@ -184,6 +188,7 @@ int train(TrainParams p, Distributed& dist) {
   if (p.options.objective) notes["objective"] = p.options.objective->to_string();
   notes["dice_weight"] = std::to_string(p.options.dice_weight);
   notes["synthetic_fraction"] = std::to_string(p.options.synthetic_fraction);
+  if (p.options.feature_noise > 0) notes["feature_noise"] = std::to_string(p.options.feature_noise);
   notes["learning_rate"] = std::to_string(p.options.learning_rate);
   if (std::isfinite(validation)) notes["validation_dice"] = std::to_string(validation);
   notes["training_seconds"] = std::to_string(outcome.seconds);
@@ -215,6 +220,7 @@ int run_train(int argc, char** argv) {
   TCLAP::ValueArg<std::string> objective("", "objective", "weights of the objective terms instead of --similarity and --lambda, e.g. a search's: ncc9=1,ncc7_half=0.5,ncc5_quarter=0.25,mind=0.1,smoothness=0.8 (missing terms 0)", false, "", "WEIGHTS", cmd);
   TCLAP::ValueArg<double> dice_weight("", "dice-weight", "weight of soft Dice on label maps (default 1; 0 = unsupervised)", false, 1.0, "W", cmd);
   TCLAP::ValueArg<double> synthetic("", "synthetic", "share of images synthesised from their label maps (the moving image, and in pairwise mode the fixed one too, each with this probability; default 0; subjects without an image always are)", false, 0.0, "F", cmd);
+  TCLAP::ValueArg<double> feature_noise("", "feature-noise", "σ of random per-channel scale and shift noise after every operation in each training step (robustness to new scanners; the model gets feature transformation layers; default 0: none)", false, 0.0, "S", cmd);
   TCLAP::SwitchArg no_augment("", "no-augment", "no random deformations and intensity changes", cmd, false);
   TCLAP::SwitchArg plain("", "no-diffeomorphic", "predict displacements directly instead of integrating velocity fields", cmd, false);
   TCLAP::ValueArg<int64_t> checkpoint_every("", "checkpoint-every", "steps between checkpoints (default 100)", false, 100, "N", cmd);
@@ -291,6 +297,9 @@ int run_train(int argc, char** argv) {
   o.dice_weight = dice_weight.getValue();
   o.synthetic_fraction = synthetic.getValue();
   o.augment = !no_augment.getValue();
+  if (!(feature_noise.getValue() >= 0)) throw UsageError("--feature-noise must be >= 0");
+  o.feature_noise = feature_noise.getValue();
+  n.feature_transforms = o.feature_noise > 0;
   o.seed = seed.getValue();
   o.device = device.getValue();
   p.checkpoint_every = checkpoint_every.getValue();

@@ -92,6 +92,7 @@ TrainingOutcome run_training(registration::Trainer& trainer, const TrainingLoop&
     if (lead && loop.validation == "inline" && (r.step % loop.validate_every == 0 || last)) {
       validation = trainer.validate();
       if (std::isfinite(validation)) line["validation_dice"] = validation;
+      if (loop.on_validated) loop.on_validated(r.step, validation);
     }
     if (lead && loop.validation == "decoupled") {
       // What the watcher has evaluated since the last look.

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "autoreg/registration/train.h"
@@ -29,6 +30,8 @@ struct TrainingLoop {
   // parallel/evaluation.h) go into the log and the progress line as they arrive; off.
   std::string validation = "inline";
   std::string evaluations;
+  // Inline validation: called with each validated step and its Dice (rank 0).
+  std::function<void(int64_t step, double dice)> on_validated;
 };
 
 struct TrainingOutcome {

@@ -14,7 +14,7 @@ table and as JSON lines.
 
   bench/register_e2e.py [--pairs oasis,fs01,vxm01 | --manifest M.csv [--split test]]
                         [--modes none,affine,full] [--model-files NAME=FILE,...]
-                        [--threads 2] [--out DIR] [--no-elastix]
+                        [--threads 2] [--out DIR] [--no-elastix] [--labels L,...]
 
 With --manifest, the pairs are every ordered pair (both directions) of the manifest's
 subjects in --split (rows with an image and labels), scored over the labels of both
@@ -182,7 +182,7 @@ def run_elastix(name, pair, out, threads):
             "seconds": wall, "peak_mib": mib}
 
 
-def manifest_pairs(path, split):
+def manifest_pairs(path, split, labels=None):
     """Every ordered pair of the split's labelled subjects, as PAIRS entries."""
     import csv
     path = Path(path).resolve()
@@ -193,7 +193,7 @@ def manifest_pairs(path, split):
     if len(subjects) < 2:
         sys.exit(f"register_e2e: {path} has fewer than two labelled '{split}' subjects")
     name = lambda p: p.name.split("_")[0]
-    return {f"{name(m[0])}-to-{name(f[0])}": (f[0].resolve(), f[1].resolve(), m[0].resolve(), m[1].resolve(), None, [])
+    return {f"{name(m[0])}-to-{name(f[0])}": (f[0].resolve(), f[1].resolve(), m[0].resolve(), m[1].resolve(), labels, [])
             for f in subjects for m in subjects if f != m}
 
 
@@ -209,6 +209,7 @@ def main():
     ap.add_argument("--out", default="bench-e2e")
     ap.add_argument("--no-elastix", action="store_true")
     ap.add_argument("--refine", type=int, default=10, help="K of the *-refine modes (default 10)")
+    ap.add_argument("--labels", help="with --manifest: score over these labels (e.g. 2,4,17) instead of both maps'")
     args = ap.parse_args()
     if not AUTOREG.exists():
         sys.exit(f"register_e2e: build first ({AUTOREG} is missing)")
@@ -219,7 +220,7 @@ def main():
         print("register_e2e: elastix not installed (apt-get install elastix): autoreg only", file=sys.stderr)
     model_files = dict(item.split("=", 1) for item in args.model_files.split(",") if item)
     out = Path(args.out)
-    pairs = manifest_pairs(args.manifest, args.split) if args.manifest else {n: PAIRS[n] for n in args.pairs.split(",")}
+    pairs = manifest_pairs(args.manifest, args.split, args.labels) if args.manifest else {n: PAIRS[n] for n in args.pairs.split(",")}
     rows = []
     with open(out.parent / (out.name + ".jsonl") if out.name else "bench-e2e.jsonl", "a") as log:
         for name, pair in pairs.items():

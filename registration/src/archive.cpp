@@ -2,6 +2,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -64,7 +65,8 @@ bool Archive::has_field(const std::string& key) const {
 void write_archive(const std::string& path, const std::string& kind, const Archive& a) {
   std::vector<at::Tensor> data;
   std::ostringstream header;
-  header << "AUTOREG " << kind << "\nformat " << kArchiveFormat << "\n";
+  if (a.format < 2 || a.format > kArchiveFormat) throw std::invalid_argument("archive: format " + std::to_string(a.format) + " is not written");
+  header << "AUTOREG " << kind << "\nformat " << a.format << "\n";
   for (const auto& [key, value] : a.fields) {
     if (!valid_key(key) || value.find('\n') != std::string::npos) {
       throw std::invalid_argument("archive: field '" + key + "' cannot be stored");
@@ -133,12 +135,13 @@ Archive read_archive(const std::string& path, const std::string& kind) {
   } catch (const std::exception&) {
     throw fail("unreadable format version '" + line.substr(7) + "'");
   }
-  if (format != kArchiveFormat && format != 1) {
+  if (format < 1 || format > kArchiveFormat) {
     throw fail("format version " + std::to_string(format) + " is not one this autoreg reads (" +
                std::to_string(kArchiveFormat) + ")" +
                (format > kArchiveFormat ? ": it was written by a newer autoreg" : ""));
   }
   Archive a;
+  a.format = std::max(format, 2);  // rewritten as format 2 at least
   std::vector<std::pair<at::ScalarType, std::vector<int64_t>>> shapes;
   std::string checksum;
   std::string above = "AUTOREG " + kind + "\nformat " + std::to_string(format) + "\n";  // what the checksum covers

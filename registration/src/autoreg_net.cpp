@@ -56,11 +56,17 @@ AutoRegNet::AutoRegNet(const NetworkSpec& spec, const EdgeFactory& factory) : sp
   fine_head_ = register_module("D2_flow", make_flow_head(16));
 }
 
+std::vector<std::pair<std::string, int64_t>> AutoRegNet::operations() const {
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const EdgeLayout& l : edge_layout(spec_.matching_cost)) out.emplace_back(l.name, l.out);
+  return out;
+}
+
 std::array<at::Tensor, 2> AutoRegNet::features(const at::Tensor& image) {
   at::Tensor x = image;
   std::array<at::Tensor, 2> out;
   for (int e = 0; e < 6; ++e) {
-    x = edges_[e].forward(x);
+    x = transformed(e, edges_[e].forward(x));
     if (e == 2) out[0] = x;
   }
   out[1] = x;
@@ -91,7 +97,7 @@ std::array<at::Tensor, 2> AutoRegNet::run(const at::Tensor& moving, const at::Te
   std::vector<at::Tensor> coarse_in = {m4, f4};
   if (spec_.matching_cost) coarse_in.push_back(matching_cost(m4, f4));
   at::Tensor x = at::cat(coarse_in, 1);
-  for (int e = 6; e < 9; ++e) x = edges_[e].forward(x);
+  for (int e = 6; e < 9; ++e) x = transformed(e, edges_[e].forward(x));
   const at::Tensor coarse_velocity = coarse_head_->forward(x);
   const at::Tensor coarse = upsample_field(field(coarse_velocity));  // 1/2 voxels
   const at::Tensor x_up = at::upsample_trilinear3d(
@@ -101,7 +107,7 @@ std::array<at::Tensor, 2> AutoRegNet::run(const at::Tensor& moving, const at::Te
   std::vector<at::Tensor> fine_in = {m2_warped, f2, coarse, x_up};
   if (spec_.matching_cost) fine_in.push_back(matching_cost(m2_warped, f2));
   at::Tensor y = at::cat(fine_in, 1);
-  for (int e = 9; e < 12; ++e) y = edges_[e].forward(y);
+  for (int e = 9; e < 12; ++e) y = transformed(e, edges_[e].forward(y));
   const at::Tensor fine_velocity = fine_head_->forward(y);
   const at::Tensor fine = field(fine_velocity);
   // The fine field acts on the coarsely warped moving image: first fine, then coarse.

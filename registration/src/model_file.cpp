@@ -82,6 +82,10 @@ Archive info_archive(const ModelInfo& i) {
               {"spacing_mm", join(i.spacing)},
               {"normalization_percentiles", join(i.normalization)}};
   if (!i.orientation.empty()) a.fields.emplace_back("orientation", i.orientation);
+  if (i.network.feature_transforms) {
+    a.fields.emplace_back("feature_transforms", "1");
+    a.format = 3;  // an older autoreg would refuse its γ and β as surplus weights
+  }
   for (const auto& [key, value] : i.notes) {
     std::string v = value;
     for (char& c : v) {
@@ -118,6 +122,9 @@ ModelInfo info_from_archive(const Archive& a, const std::string& path) {
       throw ModelFileError(path + ": malformed orientation '" + info.orientation +
                            "' (three letters, one of R/L, A/P, S/I each)");
     }
+  }
+  if (a.has_field("feature_transforms")) {
+    info.network.feature_transforms = flag(a.field("feature_transforms", path), "feature_transforms", path);
   }
   for (const auto& [key, value] : a.fields) {
     if (key.rfind("note.", 0) == 0) info.notes[key.substr(5)] = value;
@@ -159,6 +166,11 @@ Model model_from_archive(const Archive& a, const std::string& path) {
 
 void save_model(const std::string& path, const Model& model) {
   write_archive(path, "MODEL", model_archive(model));
+}
+
+void add_feature_transforms(Model& model) {
+  model.info.network.feature_transforms = true;
+  model.network->add_feature_transforms();
 }
 
 Model load_model(const std::string& path) { return model_from_archive(read_archive(path, "MODEL"), path); }

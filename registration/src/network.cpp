@@ -2,6 +2,8 @@
 
 #include <ATen/ATen.h>
 
+#include <cinttypes>
+#include <cstdio>
 #include <sstream>
 #include <stdexcept>
 
@@ -12,9 +14,64 @@ namespace autoreg::registration {
 
 std::shared_ptr<RegistrationNetwork> make_network(const NetworkSpec& spec) {
   if (spec.integration_steps < 0) throw std::invalid_argument("integration steps must be >= 0");
-  if (spec.kind == "autoreg") return std::make_shared<AutoRegNet>(spec);
-  if (spec.kind == "unet") return std::make_shared<UNet>(spec);
+  std::shared_ptr<RegistrationNetwork> network;
+  if (spec.kind == "autoreg") network = std::make_shared<AutoRegNet>(spec);
+  if (spec.kind == "unet") network = std::make_shared<UNet>(spec);
+  if (network) {
+    if (spec.feature_transforms) network->add_feature_transforms();
+    return network;
+  }
   throw std::invalid_argument("unknown network kind '" + spec.kind + "' (autoreg or unet)");
+}
+
+void RegistrationNetwork::add_feature_transforms() {
+  if (!transforms_.empty()) return;
+  auto holder = std::make_shared<torch::nn::Module>();
+  for (const auto& [name, channels] : operations()) {
+    transforms_.push_back(holder->register_module(name, FeatureTransform(channels)));
+  }
+  // On the device (and in the mode) the network is.
+  const auto existing = parameters();
+  if (!existing.empty()) holder->to(existing.front().device());
+  holder->train(is_training());
+  register_module("ftm", holder);
+}
+
+std::vector<at::Tensor> RegistrationNetwork::feature_transform_parameters() const {
+  std::vector<at::Tensor> out;
+  for (const auto& t : transforms_) {
+    out.push_back(t->gamma);
+    out.push_back(t->beta);
+  }
+  return out;
+}
+
+std::vector<at::Tensor> RegistrationNetwork::weight_parameters() const {
+  std::vector<at::Tensor> out;
+  for (const auto& p : named_parameters()) {
+    if (p.key().rfind("ftm.", 0) != 0) out.push_back(p.value());
+  }
+  return out;
+}
+
+void RegistrationNetwork::set_feature_noise(double noise) {
+  if (transforms_.empty()) throw std::logic_error("feature noise needs the feature transformations");
+  for (auto& t : transforms_) t->noise = noise;
+}
+
+std::string weights_checksum(const RegistrationNetwork& network) {
+  uint64_t h = 1469598103934665603ULL;
+  for (const at::Tensor& w : network.weight_parameters()) {
+    const at::Tensor t = w.detach().to(at::kCPU).contiguous();
+    const auto* bytes = static_cast<const uint8_t*>(t.data_ptr());
+    for (size_t i = 0; i < t.nbytes(); ++i) {
+      h ^= bytes[i];
+      h *= 1099511628211ULL;
+    }
+  }
+  char hex[32];
+  std::snprintf(hex, sizeof hex, "%016" PRIx64, h);
+  return hex;
 }
 
 void check_network_input(const at::Tensor& moving, const at::Tensor& fixed, int64_t multiple) {

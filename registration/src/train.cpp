@@ -45,10 +45,18 @@ Trainer::Trainer(Model& model, TrainingSet data, TrainOptions options)
   }
   const bool atlas = data_.atlas.has_value();
   if (options_.batch < 1) throw std::invalid_argument("the batch needs at least one pair");
-  if (data_.train.size() < (atlas ? 1u : 2u)) {
+  if (data_.train.empty() || (!atlas && data_.train.size() < 2 && !options_.augment)) {
     throw std::invalid_argument(atlas ? "training needs at least one subject besides the atlas"
-                                      : "pairwise training needs at least two subjects");
+                                      : "pairwise training needs at least two subjects (or one, with augmentation)");
   }
+  if (options_.trainable != "all" && options_.trainable != "feature_transforms") {
+    throw std::invalid_argument("trainable must be all or feature_transforms, got '" + options_.trainable + "'");
+  }
+  const bool transforms = model_.network->has_feature_transforms();
+  if ((options_.trainable == "feature_transforms" || options_.feature_noise > 0) && !transforms) {
+    throw std::invalid_argument("the model's network has no feature transformations to train or perturb");
+  }
+  if (options_.feature_noise < 0) throw std::invalid_argument("feature noise must be >= 0");
   if (atlas && !data_.atlas->image.defined()) throw std::invalid_argument("the atlas needs an image");
   const auto& shape = model_.info.grid;
   for (const auto* set : {&data_.train, &data_.validation}) {
@@ -66,8 +74,16 @@ Trainer::Trainer(Model& model, TrainingSet data, TrainOptions options)
     }
   }
   model_.network->to(device_);
-  adam_ = std::make_unique<torch::optim::Adam>(model_.network->parameters(),
-                                               torch::optim::AdamOptions(options_.learning_rate));
+  if (transforms) model_.network->set_feature_noise(options_.feature_noise);
+  if (options_.trainable == "feature_transforms") {
+    trained_ = model_.network->feature_transform_parameters();
+    // Frozen: no gradient is computed for them (a frozen network backpropagates only
+    // what γ and β need).
+    for (at::Tensor& w : model_.network->weight_parameters()) w.set_requires_grad(false);
+  } else {
+    trained_ = model_.network->parameters();
+  }
+  adam_ = std::make_unique<torch::optim::Adam>(trained_, torch::optim::AdamOptions(options_.learning_rate));
   if (options_.spike_factor > 0) snapshots_.reset(state());
 }
 
@@ -172,7 +188,7 @@ StepReport Trainer::try_step() {
   // parameter has a gradient (zeros where this rank's pairs gave none: another rank's may
   // have); alone, a parameter without one is left to Adam as it was.
   std::vector<at::Tensor> parts;
-  for (auto& w : model_.network->parameters()) {
+  for (auto& w : trained_) {
     if (collective_ && !w.grad().defined()) w.mutable_grad() = at::zeros_like(w);
     if (w.grad().defined()) parts.push_back(w.grad());
   }
@@ -229,7 +245,10 @@ std::vector<std::pair<std::string, std::string>> Trainer::fingerprint() const {
       {"max-gradient-spike", text(options_.spike_factor)},
       {"training-subjects", text(data_.train.size())},
       {"validation-subjects", text(data_.validation.size())},
-      {"atlas-mode", text(data_.atlas.has_value())}};
+      {"atlas-mode", text(data_.atlas.has_value())},
+      {"trainable", options_.trainable},
+      {"feature-noise", text(options_.feature_noise)}};
+  f.insert(f.end(), options_.run_fields.begin(), options_.run_fields.end());
   return f;
 }
 
@@ -238,7 +257,7 @@ Archive Trainer::state() const {
   a.fields.emplace_back("step", std::to_string(step_));
   save_run_fields(fingerprint(), a);
   guard_.save(a, "guard.");
-  save_adam_state(*adam_, model_.network->parameters(), "adam/", a);
+  save_adam_state(*adam_, trained_, "adam/", a);
   for (auto& [name, t] : a.tensors) t = t.detach().cpu().clone();
   return a;
 }
@@ -252,7 +271,7 @@ void Trainer::save_checkpoint(const std::string& path) const {
 void Trainer::distribute(Collective& collective) {
   collective_ = &collective;
   std::vector<at::Tensor> weights;
-  for (const auto& w : model_.network->parameters()) weights.push_back(w.detach());
+  for (const auto& w : trained_) weights.push_back(w.detach());
   collective.broadcast(weights);
   if (options_.spike_factor > 0) snapshots_.reset(state());
 }
@@ -260,7 +279,8 @@ void Trainer::distribute(Collective& collective) {
 void Trainer::resume(const std::string& path) {
   const Archive a = read_archive(path, "CHECKPOINT");
   // Checkpoints from before the guard ran without it.
-  check_run_fields(a, path, fingerprint(), "a run", {{"objective", "-"}, {"max-gradient-spike", "0"}, {"batch", "1"}});
+  check_run_fields(a, path, fingerprint(), "a run", {{"objective", "-"}, {"max-gradient-spike", "0"}, {"batch", "1"}, {"trainable", "all"},
+                                                    {"feature-noise", "0"}});
   load_state(a, path);
   snapshots_.reset(a);
 }
@@ -281,7 +301,7 @@ void Trainer::load_state(const Archive& a, const std::string& path) {
   const auto mine = model_.network->parameters();
   const auto theirs = loaded.network->parameters();
   for (size_t i = 0; i < mine.size(); ++i) mine[i].copy_(theirs[i]);
-  load_adam_state(*adam_, mine, "adam/", tensors_by_name(a), device, path);
+  load_adam_state(*adam_, trained_, "adam/", tensors_by_name(a), device, path);
   try {
     step_ = std::stoll(a.field("step", path));
   } catch (const std::logic_error&) {

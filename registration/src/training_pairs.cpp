@@ -28,12 +28,15 @@ at::Tensor image_for_step(const Subject& s, const at::Tensor& table, bool synthe
 TrainingPair draw_pair(const TrainingSet& set, const std::vector<Subject>& pool, const DrawOptions& options,
                        std::mt19937_64& rng) {
   const bool atlas = set.atlas.has_value();
-  if (pool.size() < (atlas ? 1u : 2u)) {
-    throw std::invalid_argument(atlas ? "a pair needs a subject besides the atlas" : "a pair needs two subjects");
+  // One subject pairwise: with itself, the moving copy deformed (augmentation).
+  const bool alone = !atlas && pool.size() == 1 && options.augment;
+  if (pool.empty() || (pool.size() < 2 && !atlas && !alone)) {
+    throw std::invalid_argument(atlas ? "a pair needs a subject besides the atlas"
+                                      : "a pair needs two subjects (or one, with augmentation)");
   }
   std::uniform_real_distribution<double> uniform(0, 1);
   const Subject& moving = pool[rng() % pool.size()];
-  const Subject* fixed = atlas ? &*set.atlas : nullptr;
+  const Subject* fixed = atlas ? &*set.atlas : alone ? &moving : nullptr;
   if (!fixed) {
     const size_t a = &moving - pool.data();
     fixed = &pool[(a + 1 + rng() % (pool.size() - 1)) % pool.size()];

@@ -218,7 +218,10 @@ TEST(Training, RefusesDataItCannotUse) {
   info.grid = {16, 16, 16};
   Model model = make_model(info);
   TrainingSet one = synthetic_set(16, 1);
-  EXPECT_THROW(Trainer(model, one, TrainOptions{}), std::invalid_argument);  // pairwise needs 2
+  TrainOptions plain;
+  plain.augment = false;
+  EXPECT_THROW(Trainer(model, one, plain), std::invalid_argument);  // pairwise needs 2 (or 1, augmented)
+  EXPECT_NO_THROW(Trainer(model, one, TrainOptions{}));
   TrainingSet wrong = synthetic_set(24, 2);
   EXPECT_THROW(Trainer(model, wrong, TrainOptions{}), std::invalid_argument);  // not the model grid
   TrainingSet no_image = synthetic_set(16, 2);

@@ -121,8 +121,9 @@ registration::TrainingSet load_training_set(const io::Manifest& manifest, regist
   c10::AutoGradMode no_grad(false);
   const auto atlas_rows = manifest.split("atlas");
   // Counted before anything is read or cached: the Trainer says the same after loading.
-  if (manifest.split("train").size() < (atlas_rows.empty() ? 2u : 1u)) {
-    throw std::invalid_argument(manifest.path + (atlas_rows.empty() ? ": pairwise training needs at least two training subjects"
+  // Pairwise with one subject: it is paired with deformed copies of itself (train.h).
+  if (manifest.split("train").empty()) {
+    throw std::invalid_argument(manifest.path + (atlas_rows.empty() ? ": training needs at least one training subject"
                                                                      : ": training needs at least one training subject besides the atlas"));
   }
   io::ManifestRow reference_row;

@@ -51,6 +51,8 @@ class AutoRegNet : public RegistrationNetwork {
   at::Tensor forward(const at::Tensor& moving, const at::Tensor& fixed) override;
   std::array<at::Tensor, 2> forward_with_inverse(const at::Tensor& moving, const at::Tensor& fixed) override;
   int64_t size_multiple() const override { return 4; }
+  // The 12 edges in genotype order (F0–F5, D4_0–D4_2, D2_0–D2_2).
+  std::vector<std::pair<std::string, int64_t>> operations() const override;
 
  private:
   // The forward displacement and, when `inverse`, that of its inverse (else undefined).

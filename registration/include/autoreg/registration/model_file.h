@@ -39,6 +39,12 @@ struct Model {
 // A model with a freshly initialised network.
 Model make_model(const ModelInfo& info);
 
+// Identity feature-wise transformations after every operation of the model's network
+// (feature_transform.h), recorded in its description; nothing when it has them. A
+// model file with them is written as archive format 3 (an older autoreg refuses it
+// instead of misreading it); one without them loads and behaves as before.
+void add_feature_transforms(Model& model);
+
 void save_model(const std::string& path, const Model& model);
 Model load_model(const std::string& path);
 

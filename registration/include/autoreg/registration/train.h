@@ -30,6 +30,8 @@ class Adam;
 
 namespace autoreg::registration {
 
+// Pairwise mode with one training subject: it is paired with augmented copies of itself
+// (needs augmentation).
 struct Subject {
   std::string name;
   at::Tensor image;   // 1×1×D×H×W float32 in [0, 1] on the model grid; undefined: labels only
@@ -61,6 +63,15 @@ struct TrainOptions {
   double synthetic_fraction = 0.0;       // share of steps whose moving image is synthesised
   uint64_t seed = 0;
   std::string device = "cpu";
+  // What the optimiser changes: "all" parameters, or "feature_transforms" (γ and β alone,
+  // the weights frozen: FTM adaptation; the model needs the transformations).
+  std::string trainable = "all";
+  // > 0: random per-channel scale and shift of every operation's features in each
+  // training step, σ = this (feature_transform.h; the model needs the transformations).
+  double feature_noise = 0;
+  // More of what a checkpoint must match to be resumed (name, value), e.g. adapt's base
+  // model and method.
+  std::vector<std::pair<std::string, std::string>> run_fields;
   // A step whose gradient norm exceeds this many times its running average is a fault
   // (fault_guard.h): the weights and Adam go back to the last good state (kept every
   // kSnapshotEvery steps, and at every checkpoint), the learning rate halves, and training
@@ -129,6 +140,7 @@ class Trainer {
   TrainingSet data_;
   TrainOptions options_;
   at::Device device_;
+  std::vector<at::Tensor> trained_;  // the parameters Adam changes (options_.trainable)
   std::unique_ptr<torch::optim::Adam> adam_;
   int64_t step_ = 0;
   void set_learning_rate();

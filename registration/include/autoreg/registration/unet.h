@@ -23,11 +23,14 @@ class UNet : public RegistrationNetwork {
   at::Tensor forward(const at::Tensor& moving, const at::Tensor& fixed) override;
   std::array<at::Tensor, 2> forward_with_inverse(const at::Tensor& moving, const at::Tensor& fixed) override;
   int64_t size_multiple() const override { return 16; }
+  // enc0–enc3, dec0–dec3, rest0–rest2: each 3³ convolution + LeakyReLU.
+  std::vector<std::pair<std::string, int64_t>> operations() const override;
 
  private:
   std::array<at::Tensor, 2> run(const at::Tensor& moving, const at::Tensor& fixed, bool inverse);
   NetworkSpec spec_;
   std::vector<torch::nn::Sequential> encoder_, decoder_, remaining_;
+  std::vector<std::pair<std::string, int64_t>> operations_;
   FastConv3d flow_{nullptr};
 };
 
