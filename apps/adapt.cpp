@@ -157,6 +157,21 @@ int adapt(AdaptParams p) {
     std::error_code ec;
     fs::remove(best.path, ec);  // a fresh run's best is its own
   }
+  const auto on_validated = [&](int64_t step, double dice) {
+    if (!(dice > best.dice)) return;
+    best.step = step;
+    best.dice = dice;
+    registration::Model snapshot = model;
+    snapshot.info.notes["adapt_best_step"] = std::to_string(step);
+    snapshot.info.notes["adapt_best_dice"] = std::to_string(dice);
+    registration::save_model(best.path, snapshot);
+  };
+  if (trainer.step() == 0 && trainer.validation_pair_count() > 0) {
+    // The model as it comes is a candidate too: adaptation that does not help is not kept.
+    const double dice = trainer.validate();
+    std::fprintf(stderr, "validation Dice before adaptation %.4f\n", dice);
+    on_validated(0, dice);
+  }
   TrainingLoop loop;
   loop.label = "adapt";
   loop.log = p.log;
@@ -166,15 +181,7 @@ int adapt(AdaptParams p) {
   loop.checkpoint_every = p.checkpoint_every;
   loop.validate_every = p.validate_every;
   loop.validation = trainer.validation_pair_count() > 0 ? "inline" : "off";
-  loop.on_validated = [&](int64_t step, double dice) {
-    if (!(dice > best.dice)) return;
-    best.step = step;
-    best.dice = dice;
-    registration::Model snapshot = model;
-    snapshot.info.notes["adapt_best_step"] = std::to_string(step);
-    snapshot.info.notes["adapt_best_dice"] = std::to_string(dice);
-    registration::save_model(best.path, snapshot);
-  };
+  loop.on_validated = on_validated;
   if (loop.validation == "off") {
     std::fprintf(stderr, "note: no validation: the last step is kept (labelled 'val' rows, two or more, pick the best)\n");
   }

@@ -300,6 +300,7 @@ int run_train(int argc, char** argv) {
   if (!(feature_noise.getValue() >= 0)) throw UsageError("--feature-noise must be >= 0");
   o.feature_noise = feature_noise.getValue();
   n.feature_transforms = o.feature_noise > 0;
+  if (o.feature_noise > 0) o.trainable = "weights";  // γ and β stay the identity the noise perturbs
   o.seed = seed.getValue();
   o.device = device.getValue();
   p.checkpoint_every = checkpoint_every.getValue();

@@ -202,7 +202,7 @@ def main():
             notes = notes_of(f)
             print(f"{name} {n}: adaptation {float(notes.get('adapt_seconds', notes.get('training_seconds', 'nan'))):.0f} s, "
                   f"{notes.get('adapt_parameters', 'all')} parameters, best step {notes.get('adapt_steps', notes.get('steps'))}, "
-                  f"validation Dice {notes.get('adapt_validation_dice', notes.get('validation_dice', '-'))}", flush=True)
+                  f"validation Dice {notes.get('adapt_validation_dice', '-') if 'adapt_method' in notes else notes.get('validation_dice', '-')}", flush=True)
         if not a.no_score:
             out = score(name, score_csv, models, work, a.threads, a.split, a.refine)
             print(f"{name}: scores in {out}", flush=True)

@@ -9,7 +9,8 @@
 //   t2like    a non-monotonic map of the T1 intensity t (scaled by its 99th
 //             percentile): f(t) = exp(−((t − 0.3) / 0.18)²) + 0.25 exp(−((t − 0.6) /
 //             0.12)²) — CSF (dark in T1) bright, grey matter mid, white matter (bright
-//             in T1) dark, as in a T2; computed from intensities alone, not from labels
+//             in T1) dark, as in a T2; air kept dark (the map fades in over t < 0.05);
+//             computed from intensities alone, not from labels
 //
 // Deterministic for a seed. Not a test or a benchmark: a data maker for the study.
 #include <ATen/ATen.h>
@@ -72,7 +73,8 @@ at::Tensor t2like(const Volume& v) {
   const at::Tensor x = v.data.to(at::kFloat);
   const at::Tensor t = x / percentile(x, 0.99);
   const at::Tensor f = at::exp(-((t - 0.3) / 0.18).pow(2)) + 0.25 * at::exp(-((t - 0.6) / 0.12).pow(2));
-  return f * 1000;
+  // Air stays dark: the map fades in over the lowest 5 % of the range.
+  return f * (t / 0.05).clamp(0, 1) * 1000;
 }
 
 }  // namespace

@@ -49,8 +49,8 @@ Trainer::Trainer(Model& model, TrainingSet data, TrainOptions options)
     throw std::invalid_argument(atlas ? "training needs at least one subject besides the atlas"
                                       : "pairwise training needs at least two subjects (or one, with augmentation)");
   }
-  if (options_.trainable != "all" && options_.trainable != "feature_transforms") {
-    throw std::invalid_argument("trainable must be all or feature_transforms, got '" + options_.trainable + "'");
+  if (options_.trainable != "all" && options_.trainable != "weights" && options_.trainable != "feature_transforms") {
+    throw std::invalid_argument("trainable must be all, weights or feature_transforms, got '" + options_.trainable + "'");
   }
   const bool transforms = model_.network->has_feature_transforms();
   if ((options_.trainable == "feature_transforms" || options_.feature_noise > 0) && !transforms) {
@@ -80,6 +80,9 @@ Trainer::Trainer(Model& model, TrainingSet data, TrainOptions options)
     // Frozen: no gradient is computed for them (a frozen network backpropagates only
     // what γ and β need).
     for (at::Tensor& w : model_.network->weight_parameters()) w.set_requires_grad(false);
+  } else if (options_.trainable == "weights") {
+    trained_ = model_.network->weight_parameters();
+    for (at::Tensor& t : model_.network->feature_transform_parameters()) t.set_requires_grad(false);
   } else {
     trained_ = model_.network->parameters();
   }

@@ -40,6 +40,7 @@ class Adapt : public Cli {
     }
     source.close();
     target.close();
+    std::ofstream(path("unlabelled.csv")) << "image,labels,split\nt0.nii.gz,,train\nt1.nii.gz,,train\nt2.nii.gz,,train\n";
     const Result r = run("train --manifest " + path("source.csv") + " --out " + path("base.autoreg") +
                          " --grid 16x16x16 --spacing 1.5 --steps 3 --validation off --threads 2 --lr 1e-3");
     ASSERT_EQ(r.code, 0) << r.output;
@@ -76,13 +77,11 @@ TEST_F(Adapt, FtmTrainsTheTransformsAloneResumesAndRegisters) {
   EXPECT_TRUE(a.info.notes.count("adapt_seconds"));
   EXPECT_TRUE(a.info.notes.count("adapt_validation_dice"));
   EXPECT_TRUE(fs::exists(path("a.autoreg.best"))) << "the best validated state, kept for --resume";
-  double moved = 0;
-  for (const at::Tensor& t : a.network->feature_transform_parameters()) moved += (t - t.round()).abs().sum().item<double>();
-  EXPECT_GT(moved, 0) << "γ and β were trained";
+  // The unadapted model is validated too (step 0): adaptation that does not help is not kept.
+  EXPECT_NE(r.output.find("validation Dice before adaptation"), std::string::npos) << r.output;
 
   // Stopped at step 2 and resumed to 4: the same model as the straight run (without
   // validation rows both keep their last step).
-  std::ofstream(path("unlabelled.csv")) << "image,labels,split\nt0.nii.gz,,train\nt1.nii.gz,,train\nt2.nii.gz,,train\n";
   const auto unlabelled = [&](const std::string& out, const std::string& more) {
     return "adapt --model " + path("base.autoreg") + " --manifest " + path("unlabelled.csv") + " --out " + path(out) +
            " --cache " + path("cache") + " --threads 2 --checkpoint-every 2 " + more;
@@ -100,6 +99,10 @@ TEST_F(Adapt, FtmTrainsTheTransformsAloneResumesAndRegisters) {
   const auto ps = straight.network->named_parameters(), pr = resumed.network->named_parameters();
   ASSERT_EQ(ps.size(), pr.size());
   for (const auto& p : ps) EXPECT_TRUE(at::equal(p.value(), pr[p.key()])) << p.key();
+  double moved = 0;
+  for (const at::Tensor& t : straight.network->feature_transform_parameters()) moved += (t - t.round()).abs().sum().item<double>();
+  EXPECT_GT(moved, 0) << "γ and β were trained";
+  EXPECT_EQ(registration::weights_checksum(*straight.network), registration::weights_checksum(*base.network));
   // Another method does not resume this run's checkpoint.
   r = run(unlabelled("b.autoreg", quiet + " --resume --method finetune"));
   EXPECT_EQ(r.code, 2) << r.output;
@@ -112,7 +115,8 @@ TEST_F(Adapt, FtmTrainsTheTransformsAloneResumesAndRegisters) {
 }
 
 TEST_F(Adapt, FinetuneChangesTheWeightsAndOneSubjectPairsWithItself) {
-  Result r = run(adapt("f.autoreg", "--steps 2 --method finetune"));
+  Result r = run("adapt --model " + path("base.autoreg") + " --manifest " + path("unlabelled.csv") + " --out " +
+                 path("f.autoreg") + " --steps 2 --method finetune --threads 2");
   ASSERT_EQ(r.code, 0) << r.output;
   const registration::Model base = registration::load_model(path("base.autoreg"));
   const registration::Model f = registration::load_model(path("f.autoreg"));
@@ -127,6 +131,31 @@ TEST_F(Adapt, FinetuneChangesTheWeightsAndOneSubjectPairsWithItself) {
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("1 subject (paired with deformed copies of itself)"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("no validation"), std::string::npos) << r.output;
+}
+
+// train --feature-noise: the model gets the transformations, left at the identity (the
+// noise perturbs them in training; the weights learn to live with it), and adapts.
+TEST_F(Adapt, TrainingWithFeatureNoise) {
+  Result r = run("train --manifest " + path("source.csv") + " --out " + path("noisy.autoreg") +
+                 " --grid 16x16x16 --spacing 1.5 --steps 3 --validation off --threads 2 --feature-noise 0.2");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const registration::Model noisy = registration::load_model(path("noisy.autoreg"));
+  ASSERT_TRUE(noisy.network->has_feature_transforms());
+  EXPECT_EQ(noisy.info.notes.at("feature_noise"), "0.200000");
+  const auto ftm = noisy.network->feature_transform_parameters();
+  for (size_t k = 0; k < ftm.size(); k += 2) {
+    EXPECT_TRUE(at::equal(ftm[k], at::ones_like(ftm[k])));
+    EXPECT_TRUE(at::equal(ftm[k + 1], at::zeros_like(ftm[k + 1])));
+  }
+  // The same run without noise ends with other weights: the noise reached the training.
+  r = run("train --manifest " + path("source.csv") + " --out " + path("quiet.autoreg") +
+          " --grid 16x16x16 --spacing 1.5 --steps 3 --validation off --threads 2");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const registration::Model quiet = registration::load_model(path("quiet.autoreg"));
+  EXPECT_NE(registration::weights_checksum(*quiet.network), registration::weights_checksum(*noisy.network));
+  r = run("adapt --model " + path("noisy.autoreg") + " --manifest " + path("target.csv") + " --out " + path("na.autoreg") +
+          " --cache " + path("cache") + " --steps 2 --threads 2");
+  ASSERT_EQ(r.code, 0) << r.output;
 }
 
 TEST_F(Adapt, BadInputsAreRefusedAndNothingIsWritten) {

@@ -63,8 +63,10 @@ struct TrainOptions {
   double synthetic_fraction = 0.0;       // share of steps whose moving image is synthesised
   uint64_t seed = 0;
   std::string device = "cpu";
-  // What the optimiser changes: "all" parameters, or "feature_transforms" (γ and β alone,
-  // the weights frozen: FTM adaptation; the model needs the transformations).
+  // What the optimiser changes: "all" parameters, "weights" (all but the feature
+  // transformations' γ and β, which stay as they are: training with feature noise), or
+  // "feature_transforms" (γ and β alone, the weights frozen: FTM adaptation; the model
+  // needs the transformations).
   std::string trainable = "all";
   // > 0: random per-channel scale and shift of every operation's features in each
   // training step, σ = this (feature_transform.h; the model needs the transformations).
