@@ -33,6 +33,7 @@
 #include "autoreg/registration/train.h"
 #include "exit_codes.h"
 #include "options.h"
+#include "run_args.h"
 #include "run_log.h"
 #include "training_loop.h"
 
@@ -78,9 +79,13 @@ struct Best {
   double dice = -1;
   void read() {
     if (!fs::exists(path)) return;
-    const registration::ModelInfo info = registration::load_model(path).info;
-    step = std::stoll(info.notes.at("adapt_best_step"));
-    dice = std::stod(info.notes.at("adapt_best_dice"));
+    const registration::Archive a = registration::read_archive(path, "MODEL");
+    try {
+      step = std::stoll(a.field("note.adapt_best_step", path));
+      dice = std::stod(a.field("note.adapt_best_dice", path));
+    } catch (const std::logic_error&) {
+      throw registration::ModelFileError(path + ": malformed best step or Dice");
+    }
   }
 };
 
@@ -92,9 +97,6 @@ int adapt(AdaptParams p) {
 
   registration::Model model = registration::load_model(p.model);
   const std::string base_checksum = registration::weights_checksum(*model.network);
-  if (model.network->operations().empty()) {
-    throw io::IoError(p.model + ": its network has no operations a feature transformation can follow");
-  }
   registration::TrainOptions& o = p.options;
   take_objective(model.info, o, p.model);
   if (p.method == "ftm") {
@@ -116,14 +118,22 @@ int adapt(AdaptParams p) {
   }
   pipeline::DatasetOptions dataset;
   dataset.cache_dir = p.cache;
+  dataset.one_subject_pairs = true;
   dataset.affine.similarity = o.objective && o.objective->lambda[registration::kMind] > 0 ? "mind" : o.similarity;
   dataset.progress = [](const std::string& line) { std::fprintf(stderr, "preprocess: %s\n", line.c_str()); };
   registration::ModelInfo grid = model.info;  // the model's grid, spacing, orientation: fixed
   registration::TrainingSet data;
+  const bool cache_existed = fs::exists(p.cache);
   try {
-    data = pipeline::load_training_set(manifest, grid, model.network->size_multiple(), dataset);
-  } catch (const std::invalid_argument& e) {
-    throw io::IoError(e.what());  // names the manifest
+    try {
+      data = pipeline::load_training_set(manifest, grid, model.network->size_multiple(), dataset);
+    } catch (const std::invalid_argument& e) {
+      throw io::IoError(e.what());  // names the manifest
+    }
+  } catch (...) {
+    std::error_code ec;
+    if (!cache_existed) fs::remove_all(p.cache, ec);  // bad input leaves nothing behind
+    throw;
   }
   const size_t subjects = data.train.size();
   std::fprintf(stderr, "adapting %s (%s) to %zu subject%s (%s), %zu validation subject%s; %s\n",
@@ -237,14 +247,7 @@ int run_adapt(int argc, char** argv) {
   TCLAP::ValueArg<double> lr("", "lr", "Adam learning rate (default 1e-3 for ftm, 1e-4 for finetune)", false, 1e-3, "R", cmd);
   TCLAP::ValueArg<int64_t> checkpoint_every("", "checkpoint-every", "steps between checkpoints (default 50)", false, 50, "N", cmd);
   TCLAP::ValueArg<int64_t> validate_every("", "validate-every", "steps between validations, with labelled val rows (default 50)", false, 50, "N", cmd);
-  TCLAP::ValueArg<std::string> cache("", "cache", "folder for preprocessed volumes (default <out>.cache)", false, "", "DIR", cmd);
-  TCLAP::ValueArg<std::string> log("", "log", "JSON-lines log (default <out>.log.jsonl)", false, "", "FILE", cmd);
-  std::vector<std::string> devices = {"cpu", "cuda"};
-  TCLAP::ValuesConstraint<std::string> device_allowed(devices);
-  TCLAP::ValueArg<std::string> device("", "device", "cpu (default) or cuda", false, "cpu", &device_allowed, cmd);
-  TCLAP::ValueArg<int> threads("", "threads", "CPU threads (default: all)", false, 0, "T", cmd);
-  TCLAP::ValueArg<uint64_t> seed("", "seed", "random seed (default 0)", false, 0, "S", cmd);
-  TCLAP::SwitchArg resume("", "resume", "continue from <out>.ckpt (same options)", cmd, false);
+  ModelRunArgs run(cmd, "JSON-lines log");
   cmd.setExceptionHandling(false);
   cmd.parse(argc, argv);
 
@@ -252,11 +255,14 @@ int run_adapt(int argc, char** argv) {
   p.model = pipeline::resolve_model_name(model.getValue());
   p.manifest = manifest.getValue();
   p.out = out.getValue();
-  p.cache = cache.isSet() ? cache.getValue() : p.out + ".cache";
-  p.log = log.isSet() ? log.getValue() : p.out + ".log.jsonl";
+  p.cache = run.cache_for(p.out);
+  p.log = run.log_for(p.out);
   p.method = method.getValue();
-  refuse_overwrite({&p.out, &p.log}, {&p.manifest, &p.model});
-  if (same_file(p.out, p.model)) throw UsageError("--out " + p.out + " is the model being adapted; refusing to overwrite it");
+  const std::string best = p.out + ".best", checkpoint = p.out + ".ckpt";
+  refuse_overwrite({&p.out, &p.log, &best, &checkpoint}, {&p.manifest, &p.model});
+  for (const std::string* written : {static_cast<const std::string*>(&p.out), &best, &checkpoint}) {
+    if (same_file(*written, p.model)) throw UsageError(*written + " (of --out) is the model being adapted; refusing to overwrite it");
+  }
   if (p.out == p.log) throw UsageError("--log and --out name the same file");
   if (steps.getValue() < 1) throw UsageError("--steps must be at least 1");
   if (!(lr.getValue() > 0)) throw UsageError("--lr must be > 0");
@@ -266,12 +272,12 @@ int run_adapt(int argc, char** argv) {
   p.options.steps = steps.getValue();
   p.options.learning_rate = lr.getValue();
   p.lr_set = lr.isSet();
-  p.options.device = device.getValue();
-  p.options.seed = seed.getValue();
+  p.options.device = run.device.getValue();
+  p.options.seed = run.seed.getValue();
   p.checkpoint_every = checkpoint_every.getValue();
   p.validate_every = validate_every.getValue();
-  p.resume = resume.getValue();
-  if (threads.getValue() > 0) at::set_num_threads(threads.getValue());
+  p.resume = run.resume.getValue();
+  if (run.threads.getValue() > 0) at::set_num_threads(run.threads.getValue());
   install_stop_handlers();
   return adapt(p);
 }

@@ -36,6 +36,7 @@
 #include "autoreg/parallel/failure.h"
 #include "autoreg/parallel/worker.h"
 #include "options.h"
+#include "run_args.h"
 #include "run_log.h"
 #include "scale_out.h"
 #include "training_loop.h"
@@ -77,13 +78,10 @@ int train(TrainParams p, Distributed& dist) {
     }
   }
   const io::Manifest manifest = io::read_manifest(p.manifest);
-  // Checked before anything is read or cached (the trainer says the same after loading).
-  if (!p.options.augment && manifest.split("atlas").empty() && manifest.split("train").size() == 1) {
-    throw io::IoError(p.manifest + ": pairwise training needs at least two training subjects (or one, with augmentation)");
-  }
   pipeline::DatasetOptions dataset;
   dataset.cache_dir = p.cache;
   dataset.max_unreadable_fraction = p.max_unreadable;
+  dataset.one_subject_pairs = p.options.augment;
   dataset.affine.similarity = p.options.similarity;  // mind: mutual information, as in register
   dataset.progress = [&](const std::string& line) {
     if (lead) std::fprintf(stderr, "preprocess: %s\n", line.c_str());
@@ -225,14 +223,7 @@ int run_train(int argc, char** argv) {
   TCLAP::SwitchArg plain("", "no-diffeomorphic", "predict displacements directly instead of integrating velocity fields", cmd, false);
   TCLAP::ValueArg<int64_t> checkpoint_every("", "checkpoint-every", "steps between checkpoints (default 100)", false, 100, "N", cmd);
   TCLAP::ValueArg<int64_t> validate_every("", "validate-every", "with --validation inline: steps between validations (default 100)", false, 100, "N", cmd);
-  TCLAP::ValueArg<std::string> cache("", "cache", "folder for preprocessed volumes (default <out>.cache)", false, "", "DIR", cmd);
-  TCLAP::ValueArg<std::string> log("", "log", "JSON-lines training log (default <out>.log.jsonl)", false, "", "FILE", cmd);
-  std::vector<std::string> devices = {"cpu", "cuda"};
-  TCLAP::ValuesConstraint<std::string> device_allowed(devices);
-  TCLAP::ValueArg<std::string> device("", "device", "cpu (default) or cuda", false, "cpu", &device_allowed, cmd);
-  TCLAP::ValueArg<int> threads("", "threads", "CPU threads (default: all)", false, 0, "T", cmd);
-  TCLAP::ValueArg<uint64_t> seed("", "seed", "random seed (default 0)", false, 0, "S", cmd);
-  TCLAP::SwitchArg resume("", "resume", "continue from <out>.ckpt (same options)", cmd, false);
+  ModelRunArgs run(cmd, "JSON-lines training log");
   TCLAP::ValueArg<int64_t> batch("", "batch", "pairs per step over all ranks, the global batch (default: one per rank; resumed: the checkpoint's)", false, 1, "G", cmd);
   TCLAP::ValueArg<double> max_unreadable("", "max-unreadable", "share of manifest rows that may be unreadable (reported, skipped and listed in <out>.failures.jsonl; default 0: none)", false, 0, "F", cmd);
   std::vector<std::string> validations = {"decoupled", "inline", "off"};
@@ -247,8 +238,8 @@ int run_train(int argc, char** argv) {
   TrainParams p;
   p.manifest = manifest.getValue();
   p.out = out.getValue();
-  p.cache = cache.isSet() ? cache.getValue() : p.out + ".cache";
-  p.log = log.isSet() ? log.getValue() : p.out + ".log.jsonl";
+  p.cache = run.cache_for(p.out);
+  p.log = run.log_for(p.out);
   p.failures = p.out + ".failures.jsonl";
   const std::string genotype_file = genotype.getValue();
   refuse_overwrite({&p.out, &p.log}, {&p.manifest, &genotype_file});
@@ -301,11 +292,11 @@ int run_train(int argc, char** argv) {
   o.feature_noise = feature_noise.getValue();
   n.feature_transforms = o.feature_noise > 0;
   if (o.feature_noise > 0) o.trainable = "weights";  // γ and β stay the identity the noise perturbs
-  o.seed = seed.getValue();
-  o.device = device.getValue();
+  o.seed = run.seed.getValue();
+  o.device = run.device.getValue();
   p.checkpoint_every = checkpoint_every.getValue();
   p.validate_every = validate_every.getValue();
-  p.resume = resume.getValue();
+  p.resume = run.resume.getValue();
   if (batch.isSet() && batch.getValue() < 1) throw UsageError("--batch must be at least 1");
   p.batch_set = batch.isSet();
   o.async_checkpoints = !sync_checkpoints.getValue();
@@ -315,8 +306,8 @@ int run_train(int argc, char** argv) {
   if (!(max_unreadable.getValue() >= 0 && max_unreadable.getValue() < 1)) throw UsageError("--max-unreadable must be in [0, 1)");
   p.max_unreadable = max_unreadable.getValue();
   o.batch = batch.getValue();
-  if (const auto code = supervise_if_asked(scale, argc, argv, "train", threads.getValue(), p.failures)) return *code;
-  if (threads.getValue() > 0) at::set_num_threads(threads.getValue());
+  if (const auto code = supervise_if_asked(scale, argc, argv, "train", run.threads.getValue(), p.failures)) return *code;
+  if (run.threads.getValue() > 0) at::set_num_threads(run.threads.getValue());
   Distributed dist = join_if_distributed(scale, o.device);
   o.inject_nan_at = parallel::injected_non_finite_step(dist.rank());  // tests (parallel/worker.h)
   install_stop_handlers();

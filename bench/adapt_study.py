@@ -24,7 +24,7 @@ optimisation (bench/register_e2e.py). Runs are kept and resumed under --work.
 
   bench/adapt_study.py [--work DIR] [--domains clinical,t2like,brains] [--ks 1,3,5]
                        [--methods ftm,finetune] [--steps 200] [--scratch-steps 500]
-                       [--split test] [--threads 2] [--no-score]
+                       [--split test] [--threads 2] [--refine-ks 3] [--no-score] [--summary]
 """
 import argparse
 import json
@@ -108,21 +108,28 @@ def manifests(name, subjects, work, ks, split):
     return adapt, score
 
 
-def default_recipe():
-    """The default model's genotype and objective (its file's header)."""
+def header(model):
+    """A model file's header fields (up to the first tensor line)."""
     fields = {}
-    with open(DEFAULT_MODEL, "rb") as f:
+    with open(model, "rb") as f:
         for raw in f:
             line = raw.decode("utf-8", "replace").rstrip("\n")
             if line.startswith("tensor "):
                 break
             key, _, value = line.partition(" ")
             fields[key] = value
+    return fields
+
+
+def default_recipe():
+    """The default model's genotype, objective and grid."""
+    fields = header(DEFAULT_MODEL)
     return fields["genotype"], fields["note.objective"], fields["grid"].replace(" ", "x")
 
 
 def adapt_models(name, adapt, work, methods, steps, scratch_steps, threads):
-    """Runs (or resumes) every adaptation; returns {mode name: model file}."""
+    """Runs (or resumes) every adaptation; returns {mode name: model file}. (Scores are
+    kept by (pair, method): delete a domain's scores/*.jsonl after re-making its models.)"""
     runs = work / "runs" / name
     runs.mkdir(parents=True, exist_ok=True)
     models = {}
@@ -149,30 +156,65 @@ def adapt_models(name, adapt, work, methods, steps, scratch_steps, threads):
 
 
 def notes_of(model):
-    notes = {}
-    with open(model, "rb") as f:
-        for raw in f:
-            line = raw.decode("utf-8", "replace").rstrip("\n")
-            if line.startswith("tensor "):
-                break
-            if line.startswith("note."):
-                key, _, value = line[5:].partition(" ")
-                notes[key] = value
-    return notes
+    return {k[5:]: v for k, v in header(model).items() if k.startswith("note.")}
 
 
-def score(name, score_csv, models, work, threads, split, refine):
+def score(name, score_csv, models, work, threads, split, refine, refine_ks):
     out = work / "scores" / f"{name}-{split}"
     out.mkdir(parents=True, exist_ok=True)
-    modes = ["full", "model", "model-refine"] + [m for n in models for m in (n, n + "-refine")]
+    modes = ["full", "model", "model-refine"] + [m for n in models for m in (n, n + "-refine")
+                                                 if m == n or int(n.rsplit("-k", 1)[1]) in refine_ks]
     cmd = [sys.executable, HERE / "register_e2e.py", "--manifest", score_csv, "--split", "test", "--modes",
            ",".join(modes), "--model-files", ",".join(f"{n}={f}" for n, f in models.items()),
            "--threads", threads, "--out", out, "--no-elastix", "--refine", refine]
     if name == "brains":
         cmd += ["--labels", e2e.SHARED_ASEG]
-    (out.parent / (out.name + ".jsonl")).unlink(missing_ok=True)
-    run(cmd, out / "study.log")
+    run(cmd + ["--skip-done"], out / "study.log")  # what an earlier run scored is kept
     return out
+
+
+def summary(work, domains, split):
+    """Markdown tables of the scores: mean Dice (folding %, register seconds) per method and
+    domain, and what ftm and finetune closed of the gap between the unadapted model and
+    instance optimisation."""
+    rows = {}
+    for name in domains:
+        path = work / "scores" / f"{name}-{split}.jsonl"
+        if not path.exists():
+            continue
+        for line in open(path):
+            r = json.loads(line)
+            rows.setdefault(r["method"].replace("autoreg ", ""), {}).setdefault(name, []).append(r)
+    names = [n for n in domains if any(n in v for v in rows.values())]
+    print("| method | " + " | ".join(f"{n}: Dice (folding %, s)" for n in names) + " |")
+    print("|---|" + "---:|" * len(names))
+    def mean(rs, key):
+        values = [r[key] for r in rs if key in r]
+        return sum(values) / len(values) if values else float("nan")
+    # Every mean over the same pairs: those the unadapted model was scored on; a method
+    # scored on fewer says on how many.
+    pairs = {n: {r["pair"] for r in rows.get("model", {}).get(n, [])} for n in names}
+    for n in names:
+        for by in rows.values():
+            if n in by:
+                by[n] = [r for r in by[n] if r["pair"] in pairs[n]]
+
+    def cell(rs, n):
+        if not rs:
+            return ""
+        text = f"{mean(rs, 'dice'):.3f} ({mean(rs, 'fold_percent'):.3f}, {mean(rs, 'seconds'):.1f})"
+        return text + (f" [{len(rs)} of {len(pairs[n])} pairs]" if len(rs) < len(pairs[n]) else "")
+    for method, by in rows.items():
+        print(f"| {method} | " + " | ".join(cell(by.get(n, []), n) for n in names) + " |")
+    print()
+    for n in names:
+        d = {m: mean(by[n], "dice") for m, by in rows.items() if len(by.get(n, [])) == len(pairs[n])}
+        if "full" not in d or "model" not in d or d["full"] == d["model"]:
+            continue
+        gap = d["full"] - d["model"]
+        closed = ", ".join(f"{m} {100 * (v - d['model']) / gap:+.0f} %" for m, v in d.items()
+                           if m.split("-")[0] in ("ftm", "finetune", "scratch") and not m.endswith("refine"))
+        print(f"- {n}: gap model -> instance optimisation {gap:.3f}; closed: {closed}")
 
 
 def main():
@@ -186,9 +228,13 @@ def main():
     ap.add_argument("--split", default="test", choices=["val", "test"])
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--refine", type=int, default=10)
+    ap.add_argument("--refine-ks", default="", help="score --refine on the models of these K only (default: all)")
     ap.add_argument("--no-score", action="store_true", help="adapt only")
+    ap.add_argument("--summary", action="store_true", help="print the tables of the scores so far, run nothing")
     a = ap.parse_args()
     work = Path(a.work)
+    if a.summary:
+        return summary(work, a.domains.split(","), a.split)
     work.mkdir(parents=True, exist_ok=True)
     ks = [int(k) for k in a.ks.split(",")]
     methods = a.methods.split(",")
@@ -204,7 +250,8 @@ def main():
                   f"{notes.get('adapt_parameters', 'all')} parameters, best step {notes.get('adapt_steps', notes.get('steps'))}, "
                   f"validation Dice {notes.get('adapt_validation_dice', '-') if 'adapt_method' in notes else notes.get('validation_dice', '-')}", flush=True)
         if not a.no_score:
-            out = score(name, score_csv, models, work, a.threads, a.split, a.refine)
+            out = score(name, score_csv, models, work, a.threads, a.split, a.refine,
+                        [int(k) for k in a.refine_ks.split(",")] if a.refine_ks else ks)
             print(f"{name}: scores in {out}", flush=True)
 
 

@@ -210,6 +210,8 @@ def main():
     ap.add_argument("--no-elastix", action="store_true")
     ap.add_argument("--refine", type=int, default=10, help="K of the *-refine modes (default 10)")
     ap.add_argument("--labels", help="with --manifest: score over these labels (e.g. 2,4,17) instead of both maps'")
+    ap.add_argument("--skip-done", action="store_true",
+                    help="skip the (pair, method) rows already in <out>.jsonl (a resumed run)")
     args = ap.parse_args()
     if not AUTOREG.exists():
         sys.exit(f"register_e2e: build first ({AUTOREG} is missing)")
@@ -222,10 +224,14 @@ def main():
     out = Path(args.out)
     pairs = manifest_pairs(args.manifest, args.split, args.labels) if args.manifest else {n: PAIRS[n] for n in args.pairs.split(",")}
     rows = []
-    with open(out.parent / (out.name + ".jsonl") if out.name else "bench-e2e.jsonl", "a") as log:
+    jsonl = out.parent / (out.name + ".jsonl") if out.name else Path("bench-e2e.jsonl")
+    done = set()
+    if args.skip_done and jsonl.exists():
+        done = {(r["pair"], r["method"]) for r in map(json.loads, open(jsonl))}
+    with open(jsonl, "a") as log:
         for name, pair in pairs.items():
             jobs = [lambda m=m: run_autoreg(name, pair, out, args.threads, m, model_files, args.refine)
-                    for m in args.modes.split(",")]
+                    for m in args.modes.split(",") if (name, f"autoreg {m}") not in done]
             if elastix:
                 jobs.append(lambda: run_elastix(name, pair, out, args.threads))
             for job in jobs:

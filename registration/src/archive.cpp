@@ -11,16 +11,12 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "fnv1a.h"
+
 namespace autoreg::registration {
 namespace {
 
-uint64_t fnv1a(const char* data, size_t n, uint64_t h = 1469598103934665603ULL) {
-  for (size_t i = 0; i < n; ++i) {
-    h ^= uint8_t(data[i]);
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
+using detail::fnv1a;
 
 std::string dtype_name(at::ScalarType t) {
   switch (t) {

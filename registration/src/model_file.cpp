@@ -97,7 +97,10 @@ Archive info_archive(const ModelInfo& i) {
 }
 
 Archive model_archive(const Model& model) {
-  Archive a = info_archive(model.info);
+  // What the network holds decides (its layers may have been added to it alone).
+  ModelInfo info = model.info;
+  info.network.feature_transforms = model.network->has_feature_transforms();
+  Archive a = info_archive(info);
   for (const auto& p : model.network->named_parameters()) a.tensors.emplace_back("param/" + p.key(), p.value());
   return a;
 }

@@ -9,6 +9,7 @@
 
 #include "autoreg/registration/autoreg_net.h"
 #include "autoreg/registration/unet.h"
+#include "fnv1a.h"
 
 namespace autoreg::registration {
 
@@ -60,14 +61,10 @@ void RegistrationNetwork::set_feature_noise(double noise) {
 }
 
 std::string weights_checksum(const RegistrationNetwork& network) {
-  uint64_t h = 1469598103934665603ULL;
+  uint64_t h = detail::kFnvOffset;
   for (const at::Tensor& w : network.weight_parameters()) {
     const at::Tensor t = w.detach().to(at::kCPU).contiguous();
-    const auto* bytes = static_cast<const uint8_t*>(t.data_ptr());
-    for (size_t i = 0; i < t.nbytes(); ++i) {
-      h ^= bytes[i];
-      h *= 1099511628211ULL;
-    }
+    h = detail::fnv1a(static_cast<const char*>(t.data_ptr()), t.nbytes(), h);
   }
   char hex[32];
   std::snprintf(hex, sizeof hex, "%016" PRIx64, h);

@@ -75,6 +75,9 @@ Trainer::Trainer(Model& model, TrainingSet data, TrainOptions options)
   }
   model_.network->to(device_);
   if (transforms) model_.network->set_feature_noise(options_.feature_noise);
+  // This trainer's choice alone decides what learns (an earlier trainer of the same
+  // network may have frozen some of it).
+  for (at::Tensor& t : model_.network->parameters()) t.set_requires_grad(true);
   if (options_.trainable == "feature_transforms") {
     trained_ = model_.network->feature_transform_parameters();
     // Frozen: no gradient is computed for them (a frozen network backpropagates only
@@ -251,7 +254,8 @@ std::vector<std::pair<std::string, std::string>> Trainer::fingerprint() const {
       {"atlas-mode", text(data_.atlas.has_value())},
       {"trainable", options_.trainable},
       {"feature-noise", text(options_.feature_noise)}};
-  f.insert(f.end(), options_.run_fields.begin(), options_.run_fields.end());
+  // First: a refusal names them before the options they imply (a method's learning rate).
+  f.insert(f.begin(), options_.run_fields.begin(), options_.run_fields.end());
   return f;
 }
 
@@ -299,6 +303,10 @@ void Trainer::load_state(const Archive& a, const std::string& path) {
   if (!model_.info.orientation.empty()) absent["orientation"] = model_.info.orientation;
   check_run_fields(a, path, model_fields, "a run", absent, "");
   Model loaded = model_from_archive(a, path);
+  if (loaded.info.network.feature_transforms != model_.info.network.feature_transforms) {
+    throw ModelFileError(path + ": feature_transforms was " + (loaded.info.network.feature_transforms ? "1" : "0") +
+                         ", is " + (model_.info.network.feature_transforms ? "1" : "0") + " now");
+  }
   const at::Device& device = device_;
   c10::AutoGradMode no_grad(false);
   const auto mine = model_.network->parameters();

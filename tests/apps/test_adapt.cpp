@@ -106,7 +106,7 @@ TEST_F(Adapt, FtmTrainsTheTransformsAloneResumesAndRegisters) {
   // Another method does not resume this run's checkpoint.
   r = run(unlabelled("b.autoreg", quiet + " --resume --method finetune"));
   EXPECT_EQ(r.code, 2) << r.output;
-  EXPECT_NE(r.output.find("b.autoreg.ckpt"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("method was ftm, is finetune now"), std::string::npos) << r.output;
 
   // register uses the transformations.
   r = run("register --model " + path("a.autoreg") + " --moving " + path("t1.nii.gz") + " --fixed " + path("t2.nii.gz") +
@@ -166,6 +166,7 @@ TEST_F(Adapt, BadInputsAreRefusedAndNothingIsWritten) {
                  path("x.autoreg") + " --steps 2");
   EXPECT_EQ(r.code, 2) << r.output;
   EXPECT_NE(r.output.find("junk.nii.gz"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(path("x.autoreg.cache"))) << "the cache folder it made is removed";
   // A row without an image: adaptation needs the new domain's images.
   std::ofstream(path("labels_only.csv")) << "image,labels,split\n,s0_seg.nii.gz,train\nt1.nii.gz,,train\n";
   r = run("adapt --model " + path("base.autoreg") + " --manifest " + path("labels_only.csv") + " --out " +
@@ -184,6 +185,11 @@ TEST_F(Adapt, BadInputsAreRefusedAndNothingIsWritten) {
     EXPECT_EQ(r.code, 1) << r.output;
     EXPECT_NE(r.output.find("refusing to overwrite"), std::string::npos) << r.output;
   }
+  // Nor is a file the run writes beside its output (the best state, the checkpoint).
+  fs::copy_file(path("base.autoreg"), path("y.autoreg.best"));
+  r = run("adapt --model " + path("y.autoreg.best") + " --manifest " + path("target.csv") + " --out " + path("y.autoreg") + " --steps 2");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_TRUE(fs::exists(path("y.autoreg.best")));
   EXPECT_EQ(bytes(path("base.autoreg")), before);
   r = run(adapt("x.autoreg", "--steps 0"));
   EXPECT_EQ(r.code, 1) << r.output;

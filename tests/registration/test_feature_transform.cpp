@@ -7,6 +7,7 @@
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -155,6 +156,7 @@ TEST(FeatureTransforms, ModelFileRoundTripAndFormat) {
 // weights do not change.
 TEST(FeatureTransforms, FtmChangesGammaAndBetaAloneAndLowersTheTargetObjective) {
   constexpr int64_t n = 16;
+  at::set_num_threads(2);  // oneDNN's results depend on the threads: pinned, as CI runs it
   at::manual_seed(11);
   const at::Tensor r = at::linspace(-1, 1, n);
   const at::Tensor z = r.view({n, 1, 1}), y = r.view({1, n, 1}), x = r.view({1, 1, n});
@@ -225,6 +227,7 @@ TEST(FeatureTransforms, FtmChangesGammaAndBetaAloneAndLowersTheTargetObjective) 
   EXPECT_GT(moved, 0) << "γ and β changed";
   const double after = objective(model);
   EXPECT_LT(after, before) << "the objective on held-back pairs of the new domain";
+  std::printf("held-back target pairs' NCC loss: %.5f before, %.5f after FTM\n", before, after);
 }
 
 TEST(FeatureTransforms, AdaptationResumesExactlyAndRefusesAnotherMethodsCheckpoint) {
@@ -272,7 +275,7 @@ TEST(FeatureTransforms, AdaptationResumesExactlyAndRefusesAnotherMethodsCheckpoi
     t.resume(ckpt);
     ADD_FAILURE() << "another method's checkpoint was resumed";
   } catch (const ModelFileError& e) {
-    EXPECT_NE(std::string(e.what()).find("trainable"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("method was ftm, is finetune now"), std::string::npos) << e.what();
   }
   fs::remove(ckpt);
   // Without augmentation one subject makes no pair; a model without transformations

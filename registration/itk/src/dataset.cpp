@@ -121,10 +121,11 @@ registration::TrainingSet load_training_set(const io::Manifest& manifest, regist
   c10::AutoGradMode no_grad(false);
   const auto atlas_rows = manifest.split("atlas");
   // Counted before anything is read or cached: the Trainer says the same after loading.
-  // Pairwise with one subject: it is paired with deformed copies of itself (train.h).
-  if (manifest.split("train").empty()) {
-    throw std::invalid_argument(manifest.path + (atlas_rows.empty() ? ": training needs at least one training subject"
-                                                                     : ": training needs at least one training subject besides the atlas"));
+  const size_t least = atlas_rows.empty() && !options.one_subject_pairs ? 2 : 1;
+  if (manifest.split("train").size() < least) {
+    throw std::invalid_argument(manifest.path + (!atlas_rows.empty() ? ": training needs at least one training subject besides the atlas"
+                                                 : least == 2 ? ": pairwise training needs at least two training subjects (or one, with augmentation)"
+                                                              : ": training needs at least one training subject"));
   }
   io::ManifestRow reference_row;
   if (!atlas_rows.empty()) {

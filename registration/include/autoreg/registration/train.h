@@ -30,14 +30,14 @@ class Adam;
 
 namespace autoreg::registration {
 
-// Pairwise mode with one training subject: it is paired with augmented copies of itself
-// (needs augmentation).
 struct Subject {
   std::string name;
   at::Tensor image;   // 1×1×D×H×W float32 in [0, 1] on the model grid; undefined: labels only
   at::Tensor labels;  // 1×1×D×H×W int32 on the model grid; undefined: none
 };
 
+// Pairwise mode with one training subject: it is paired with deformed copies of itself
+// (needs augmentation).
 struct TrainingSet {
   std::vector<Subject> train, validation;
   std::optional<Subject> atlas;  // atlas mode when set, pairwise otherwise

@@ -26,6 +26,9 @@ struct DatasetOptions {
   // loading fails only when more than this fraction of the rows do (or the reference
   // does). 0: the first unreadable row fails.
   double max_unreadable_fraction = 0;
+  // Pairwise mode with one training subject (paired with deformed copies of itself, which
+  // needs augmentation: train, adapt); else pairwise mode needs two.
+  bool one_subject_pairs = false;
   // Each row left out (`what`: the manifest line and why), besides its progress line.
   std::function<void(const std::string& what)> skipped;
 };
