@@ -20,19 +20,16 @@ class Adapt : public Cli {
  protected:
   void SetUp() override {
     Cli::SetUp();
-    io::Geometry g;
-    g.size = {24, 22, 20};
-    g.spacing = {1.0, 1.1, 1.2};
+    write_sphere_subjects(5);  // sN.nii.gz, sN_seg.nii.gz
     std::ofstream source(path("source.csv")), target(path("target.csv"));
     source << "image,labels,split\n";
     target << "image,labels,split\n";
     for (int s = 0; s < 5; ++s) {
-      const auto [image, labels] = sphere_subject(s, /*ramp=*/true);
       const std::string name = "s" + std::to_string(s);
-      io::write_volume(path(name + ".nii.gz"), {image, g});
-      io::write_volume(path(name + "_seg.nii.gz"), {labels, g});
       // The new scanner: bright becomes dark, grey bright.
-      io::write_volume(path("t" + std::to_string(s) + ".nii.gz"), {4 * image * (1 - image), g});
+      const io::Volume source_scan = io::read_volume(path(name + ".nii.gz"));
+      const at::Tensor& image = source_scan.data;
+      io::write_volume(path("t" + std::to_string(s) + ".nii.gz"), {4 * image * (1 - image), source_scan.geometry});
       source << name << ".nii.gz," << name << "_seg.nii.gz," << (s == 4 ? "val" : "train") << "\n";
       // Three unlabelled target scans adapt; two labelled ones pick the best step.
       if (s < 3) target << "t" << s << ".nii.gz,,train\n";
