@@ -25,6 +25,7 @@ optimisation (bench/register_e2e.py). Runs are kept and resumed under --work.
   bench/adapt_study.py [--work DIR] [--domains clinical,t2like,brains] [--ks 1,3,5]
                        [--methods ftm,finetune] [--steps 200] [--scratch-steps 500]
                        [--split test] [--threads 2] [--refine-ks 3] [--no-score] [--summary]
+                       [--base noisy.autoreg --base-name noisy]   (adapt another model)
 """
 import argparse
 import json
@@ -127,17 +128,22 @@ def default_recipe():
     return fields["genotype"], fields["note.objective"], fields["grid"].replace(" ", "x")
 
 
-def adapt_models(name, adapt, work, methods, steps, scratch_steps, threads):
+def adapt_models(name, adapt, work, methods, steps, scratch_steps, threads, base=None, base_name=None):
     """Runs (or resumes) every adaptation; returns {mode name: model file}. (Scores are
-    kept by (pair, method): delete a domain's scores/*.jsonl after re-making its models.)"""
+    kept by (pair, method): delete a domain's scores/*.jsonl after re-making its models.)
+    With a base model other than the default, ftm and finetune adapt it, its runs are
+    named <base_name>-<method>-k<K>, and the base itself is scored as <base_name>."""
     runs = work / "runs" / name
     runs.mkdir(parents=True, exist_ok=True)
-    models = {}
+    models = {base_name: Path(base)} if base else {}
+    prefix = f"{base_name}-" if base else ""
     genotype, objective, grid = default_recipe()
     (runs / "genotype.txt").write_text(genotype + "\n")
     for k, csv in sorted(adapt.items()):
         for method in methods:
-            out = runs / f"{method}-k{k}.autoreg"
+            if base and method == "scratch":
+                continue  # a scratch model has no base
+            out = runs / f"{prefix}{method}-k{k}.autoreg"
             if not out.exists():
                 resume = ["--resume"] if Path(str(out) + ".ckpt").exists() else []
                 if method == "scratch":
@@ -146,12 +152,12 @@ def adapt_models(name, adapt, work, methods, steps, scratch_steps, threads):
                            "--validation", "inline", "--validate-every", 100, "--threads", threads,
                            "--cache", runs / f"cache-k{k}"]
                 else:
-                    cmd = [AUTOREG, "adapt", "--model", DEFAULT_MODEL, "--manifest", csv, "--out", out,
+                    cmd = [AUTOREG, "adapt", "--model", base or DEFAULT_MODEL, "--manifest", csv, "--out", out,
                            "--method", method, "--steps", steps, "--threads", threads, "--cache", runs / f"cache-k{k}"]
-                print(f"{name}: {method} K={k} ...", flush=True)
-                seconds = run(cmd + resume, runs / f"{method}-k{k}.log")
-                print(f"{name}: {method} K={k}: {seconds:.0f} s", flush=True)
-            models[f"{method}-k{k}"] = out
+                print(f"{name}: {prefix}{method} K={k} ...", flush=True)
+                seconds = run(cmd + resume, runs / f"{prefix}{method}-k{k}.log")
+                print(f"{name}: {prefix}{method} K={k}: {seconds:.0f} s", flush=True)
+            models[f"{prefix}{method}-k{k}"] = out
     return models
 
 
@@ -162,8 +168,11 @@ def notes_of(model):
 def score(name, score_csv, models, work, threads, split, refine, refine_ks):
     out = work / "scores" / f"{name}-{split}"
     out.mkdir(parents=True, exist_ok=True)
+    def refined(n):  # an adapted model's K is in refine_ks, or a base model
+        k = n.rsplit("-k", 1)
+        return len(k) == 1 or not k[1].isdigit() or int(k[1]) in refine_ks
     modes = ["full", "model", "model-refine"] + [m for n in models for m in (n, n + "-refine")
-                                                 if m == n or int(n.rsplit("-k", 1)[1]) in refine_ks]
+                                                 if m == n or refined(n)]
     cmd = [sys.executable, HERE / "register_e2e.py", "--manifest", score_csv, "--split", "test", "--modes",
            ",".join(modes), "--model-files", ",".join(f"{n}={f}" for n, f in models.items()),
            "--threads", threads, "--out", out, "--no-elastix", "--refine", refine]
@@ -229,6 +238,9 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--refine", type=int, default=10)
     ap.add_argument("--refine-ks", default="", help="score --refine on the models of these K only (default: all)")
+    ap.add_argument("--base", help="adapt this model instead of the default one (scored too; e.g. one trained "
+                    "with --feature-noise)")
+    ap.add_argument("--base-name", default="base", help="the name of --base's rows and runs")
     ap.add_argument("--no-score", action="store_true", help="adapt only")
     ap.add_argument("--summary", action="store_true", help="print the tables of the scores so far, run nothing")
     a = ap.parse_args()
@@ -243,7 +255,7 @@ def main():
         adapt, score_csv = manifests(name, subjects, work, ks, a.split)
         if name == "brains":
             adapt = {k: v for k, v in adapt.items() if k in ks}
-        models = adapt_models(name, adapt, work, methods, a.steps, a.scratch_steps, a.threads)
+        models = adapt_models(name, adapt, work, methods, a.steps, a.scratch_steps, a.threads, a.base, a.base_name)
         for n, f in models.items():
             notes = notes_of(f)
             print(f"{name} {n}: adaptation {float(notes.get('adapt_seconds', notes.get('training_seconds', 'nan'))):.0f} s, "

@@ -117,6 +117,29 @@ TEST(FeatureTransforms, NoiseOnlyInTraining) {
   EXPECT_TRUE(at::equal(m.network->forward(moving, fixed), clean));
 }
 
+// One scanner shift for the whole batch (a pair's moving and fixed scans are one batch
+// of the feature cell), sized by each channel's spread: two equal samples stay equal, and
+// a channel scaled by 1000 has its shift scaled alike.
+TEST(FeatureTransforms, NoiseIsOneDrawPerBatchInUnitsOfTheChannelsSpread) {
+  FeatureTransform t(2);
+  t->noise = 0.5;
+  t->train();
+  c10::AutoGradMode no_grad(false);
+  at::manual_seed(1);
+  const at::Tensor one = at::rand({1, 2, 4, 4, 4}, at::kDouble);
+  const at::Tensor y = t->forward(at::cat({one, one}, 0));
+  EXPECT_TRUE(at::equal(y[0], y[1]));
+  EXPECT_FALSE(at::allclose(y, at::cat({one, one}, 0)));
+  at::Tensor scaled = one.clone();
+  scaled.select(1, 1).mul_(1000);
+  at::manual_seed(2);
+  const at::Tensor a = t->forward(one);
+  at::manual_seed(2);
+  const at::Tensor b = t->forward(scaled);
+  EXPECT_TRUE(at::allclose(a.select(1, 0), b.select(1, 0)));
+  EXPECT_TRUE(at::allclose(a.select(1, 1) * 1000, b.select(1, 1)));
+}
+
 TEST(FeatureTransforms, ModelFileRoundTripAndFormat) {
   const fs::path dir = fs::temp_directory_path() / ("autoreg-ftm-" + std::to_string(::getpid()));
   fs::create_directories(dir);

@@ -21,8 +21,9 @@ namespace autoreg::registration {
 class FeatureTransformImpl : public torch::nn::Module {
  public:
   explicit FeatureTransformImpl(int64_t channels);
-  // x: N×C×D×H×W. In training mode with noise S > 0, each sample's channels get
-  // γ (1 + S ε₁) and β + S ε₂, ε ~ N(0, 1) from torch's default generator.
+  // x: N×C×D×H×W. In training mode with noise S > 0, the channels get γ (1 + S ε₁) and
+  // β + S σ ε₂, ε ~ N(0, 1) from torch's default generator, one draw for the whole batch
+  // (a pair's two scans share a scanner); σ is the channel's standard deviation in x.
   at::Tensor forward(const at::Tensor& x);
   at::Tensor gamma, beta;  // C each
   double noise = 0;
