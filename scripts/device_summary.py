@@ -5,10 +5,18 @@ OUT/summary.md (the tables), OUT/summary.json (everything) and OUT/tests.json (e
 CUDA test's result). Standard library only: it runs on the GPU machine's python3.
 
     python3 scripts/device_summary.py --build BUILD --out OUT [--rehearse]
+
+It is the one judge of the run (device-check.sh exits with its verdict): what failed is
+listed in summary.md's Result line and summary.json's "failures" ("ok" is true when none
+did), and it exits 0 when nothing failed, 1 when something did (after writing every
+file). Failed: a step that exited non-zero (or none recorded at all), a CUDA test binary
+without a report (crashed or not built), a failed CUDA test, every CUDA test skipped, a
+measurement row with an error.
 """
 import argparse
 import json
 import os
+import sys
 
 
 def load(path):
@@ -59,6 +67,19 @@ def tests(build):
     return cases
 
 
+def failures(done, cases, counts, measure):
+    """What failed, one line each: the summary's verdict (empty when everything passed)."""
+    out = [f"step {s.get('step', '?')} (exit {s.get('exit', '?')})" for s in done if not s.get("ok")]
+    if not done:
+        out.append("no step recorded (BUILD/steps.jsonl missing or empty)")
+    out += [f"test {c['binary']} {c['name']}" for c in cases if c["result"] == "failed"]
+    if not counts["passed"] and not counts["failed"]:
+        out.append("no CUDA test passed (all skipped)")
+    out += [f"measurement {r.get('name', '?')}: {str(r['error'])[:120]}"
+            for r in (measure or {}).get("rows", []) if "error" in r]
+    return out
+
+
 def seconds_text(s):
     return f"{s * 1000:.1f} ms" if s < 1 else f"{s:.2f} s"
 
@@ -96,8 +117,15 @@ def main():
     measure = load(os.path.join(args.out, "measure.json"))
     train = load(os.path.join(args.out, "train.json"))
     counts = {k: sum(c["result"] == k for c in cases) for k in ("passed", "failed", "skipped")}
+    failed = failures(done, cases, counts, measure)
 
     md = [f"# autoreg device check{' (rehearsal, CPU)' if args.rehearse else ''}", ""]
+    if failed:
+        shown = failed if len(failed) <= 12 else failed[:10] + [f"{len(failed) - 10} more (summary.json)"]
+        md += [f"Result: FAILED, {len(failed)} failure{'s' if len(failed) > 1 else ''}: " + "; ".join(shown) + ".", ""]
+    else:
+        md += [f"Result: passed: every step ({len(done)}), {counts['passed']} CUDA tests passed"
+               f"{'' if train else ' (no training: no time left of the budget)'}.", ""]
     if measure:
         md += [f"Device: {measure.get('device')}; sizes {'x'.join(map(str, measure.get('size', [])))}; "
                f"{measure.get('threads')} CPU threads.", ""]
@@ -121,10 +149,11 @@ def main():
     with open(os.path.join(args.out, "tests.json"), "w") as f:
         json.dump(cases, f, indent=1)
     with open(os.path.join(args.out, "summary.json"), "w") as f:
-        json.dump({"rehearsal": args.rehearse, "steps": done, "tests": counts, "measure": measure, "train": train},
-                  f, indent=1)
+        json.dump({"rehearsal": args.rehearse, "ran": True, "ok": not failed, "failures": failed, "steps": done,
+                   "tests": counts, "measure": measure, "train": train}, f, indent=1)
     print("\n".join(md))
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
