@@ -272,12 +272,12 @@ int run_adapt(int argc, char** argv) {
   p.options.steps = steps.getValue();
   p.options.learning_rate = lr.getValue();
   p.lr_set = lr.isSet();
-  p.options.device = run.device.getValue();
+  p.options.device = run.device.value();
   p.options.seed = run.seed.getValue();
   p.checkpoint_every = checkpoint_every.getValue();
   p.validate_every = validate_every.getValue();
   p.resume = run.resume.getValue();
-  if (run.threads.getValue() > 0) at::set_num_threads(run.threads.getValue());
+  run.threads.apply();
   install_stop_handlers();
   return adapt(p);
 }

@@ -20,7 +20,7 @@
 #include "autoreg/io/transform.h"
 #include "exit_codes.h"
 #include "options.h"
-#include "qc_picture.h"
+#include "autoreg/pipeline/qc_picture.h"
 
 namespace autoreg::apps {
 namespace {

@@ -1,8 +1,10 @@
-// The command line's exit codes (DESIGN.md) and the usage error that maps to 1.
+// The command line's exit codes (docs/design.md) and the usage error that maps to 1.
 #pragma once
 
 #include <stdexcept>
 
+#include "autoreg/base/atomic_file.h"
+#include "autoreg/base/errors.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/registration/archive.h"
 
@@ -17,16 +19,8 @@ enum ExitCode : int {
   kSomePairsFailed = 5,  // register --pairs: some pairs failed and were skipped; the others are written
 };
 
-class UsageError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-// A long run stopped by SIGINT/SIGTERM after writing a checkpoint (exit 4).
-class Interrupted : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+using base::Interrupted;
+using base::UsageError;
 
 // The exit code of an error that ends a subcommand.
 inline int exit_code(const std::exception& e) {
@@ -34,6 +28,7 @@ inline int exit_code(const std::exception& e) {
   if (dynamic_cast<const UsageError*>(&e)) return kUsage;
   if (dynamic_cast<const registration::ModelFileError*>(&e)) return kBadInput;
   if (dynamic_cast<const io::IoError*>(&e)) return kBadInput;
+  if (dynamic_cast<const base::WriteError*>(&e)) return kBadInput;  // an unwritable output
   return kFailure;
 }
 

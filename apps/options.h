@@ -10,6 +10,10 @@
 
 #include "autoreg/io/grid.h"
 #include "autoreg/io/volume.h"
+#include "autoreg/pipeline/default_model.h"
+#include "autoreg/pipeline/output_files.h"
+#include "autoreg/pipeline/qc_picture.h"
+#include "autoreg/pipeline/register_pair.h"
 #include "autoreg/registration/genotype.h"
 #include "autoreg/registration/model_file.h"
 #include "exit_codes.h"
@@ -68,12 +72,14 @@ inline registration::Genotype read_genotype_option(const std::string& path) {
   }
 }
 
-// An inverse field needs a model whose fields are velocities: refused before any work,
-// as bad input naming the model file.
-inline void check_invertible(const registration::Model& model, const std::string& path) {
-  if (!model.info.network.diffeomorphic) {
-    throw io::IoError(path + ": this model's network is not diffeomorphic (its fields are not velocities), so it has "
-                      "no inverse of its own; register without the inverse field, or with a diffeomorphic model");
+// The pipeline's options for registration settings (pipeline::pair_options): settings
+// that contradict each other are a UsageError, and so is "default" where no default model
+// is installed; a model file that cannot be read is bad input.
+inline pipeline::PairOptions pair_options_of(const pipeline::RegistrationSettings& settings) {
+  try {
+    return pipeline::pair_options(settings);
+  } catch (const pipeline::NoDefaultModel& e) {
+    throw UsageError(std::string("--model default: ") + e.what());
   }
 }
 
@@ -82,17 +88,9 @@ inline bool ends_with_png(const std::string& path) {
   return path.size() > 4 && (path.compare(path.size() - 4, 4, ".png") == 0 || path.compare(path.size() - 4, 4, ".PNG") == 0);
 }
 
-// A volume file's name without its folder and extension: "a/oasis01_t1.nii.gz" →
-// "oasis01_t1" (names outputs after inputs).
-inline std::string file_stem(const std::string& path) {
-  std::string name = path.substr(path.find_last_of('/') + 1);
-  for (const std::string ext : {".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".nhdr"}) {
-    if (name.size() > ext.size() && name.compare(name.size() - ext.size(), ext.size(), ext) == 0) {
-      return name.substr(0, name.size() - ext.size());
-    }
-  }
-  const size_t dot = name.find_last_of('.');
-  return dot == std::string::npos || dot == 0 ? name : name.substr(0, dot);
-}
+using pipeline::file_stem;
+using pipeline::make_output_folder;
+using pipeline::write_qc_picture;
+using pipeline::write_text_atomically;
 
 }  // namespace autoreg::apps

@@ -19,6 +19,7 @@
 #include "autoreg/pipeline/dataset.h"
 #include "autoreg/registration/training_set_file.h"
 #include "exit_codes.h"
+#include "common_args.h"
 #include "options.h"
 #include "run_log.h"
 
@@ -34,7 +35,7 @@ int run_pack(int argc, char** argv) {
   TCLAP::SwitchArg unet("", "unet", "for the U-Net (grid sizes multiples of 16, not 4)", cmd, false);
   TCLAP::ValueArg<std::string> cache("", "cache", "folder for preprocessed volumes (default <out>.cache)", false, "", "DIR", cmd);
   TCLAP::ValueArg<double> max_unreadable("", "max-unreadable", "share of rows that may be unreadable (reported and skipped; default 0)", false, 0, "F", cmd);
-  TCLAP::ValueArg<int> threads("", "threads", "CPU threads (default: all)", false, 0, "T", cmd);
+  ThreadsArg threads(cmd);
   cmd.setExceptionHandling(false);
   cmd.parse(argc, argv);
 
@@ -53,7 +54,7 @@ int run_pack(int argc, char** argv) {
       throw UsageError("--grid: the " + info.network.kind + " network needs sizes that are multiples of " + std::to_string(multiple));
     }
   }
-  if (threads.getValue() > 0) at::set_num_threads(threads.getValue());
+  threads.apply();
 
   const io::Manifest rows = io::read_manifest(manifest_path);
   pipeline::DatasetOptions dataset;

@@ -20,6 +20,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
+#include <sstream>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -32,41 +34,38 @@
 #include "autoreg/io/transform.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/pipeline/default_model.h"
+#include "autoreg/pipeline/register_job.h"
 #include "autoreg/pipeline/register_pair.h"
+#include "autoreg/pipeline/register_pairs.h"
 #include "autoreg/registration/metrics.h"
 #include "autoreg/registration/model_file.h"
 #include "exit_codes.h"
+#include "common_args.h"
 #include "options.h"
-#include "register_batch.h"
-#include "register_run.h"
 
 namespace autoreg::apps {
 namespace {
 
-std::vector<int64_t> parse_levels(const std::string& option, const std::string& s) {
-  std::vector<int64_t> out = parse_int_list(option, s);
+std::array<unsigned, 2> parse_levels(const std::string& option, const std::string& s) {
+  const std::vector<int64_t> out = parse_int_list(option, s);
   for (int64_t n : out) {
     if (n < 0) throw UsageError(option + ": counts must be >= 0");
   }
   if (out.size() != 2) throw UsageError(option + ": give two counts, coarse level first");
-  return out;
+  return {unsigned(out[0]), unsigned(out[1])};
 }
 
-nlohmann::json run(RegisterParams p) {
-  for (const std::string* out : {&p.out_warped, &p.out_field, &p.out_labels, &p.out_affine, &p.out_inverse_field, &p.qc}) {
-    if (!out->empty()) io::check_output(*out);
-  }
-  pipeline::StageTimes times;
-  if (!p.model.empty()) p.options.model = std::make_shared<registration::Model>(registration::load_model(p.model));
-  if (p.options.model && !p.out_inverse_field.empty()) check_invertible(*p.options.model, p.model);
-  PairInputs in = read_pair_inputs(p);
-  times.lap("read");
-  return register_inputs(p, std::move(in), times);
+// "1", "0.5": a default as the help text shows it.
+std::string number_text(double v) {
+  std::ostringstream s;
+  s << v;
+  return s.str();
 }
 
 }  // namespace
 
 int run_register(int argc, char** argv) {
+  const pipeline::RegistrationSettings defaults;
   TCLAP::CmdLine cmd("Register a moving volume to a fixed one: affine pre-alignment in physical "
                      "space, then a deformable field predicted by a trained network (--model), or "
                      "without a model a diffeomorphic field optimised on the pair (stationary "
@@ -94,15 +93,13 @@ int run_register(int argc, char** argv) {
   std::vector<std::string> sims = {"ncc", "mse", "mind"};
   TCLAP::ValuesConstraint<std::string> sim_allowed(sims);
   TCLAP::ValueArg<std::string> similarity("", "similarity", "ncc (default), mse, or mind (MIND-SSC, for different modalities)", false, "ncc", &sim_allowed, cmd);
-  TCLAP::ValueArg<double> lambda("", "regularization", "weight of the smoothness term (default 1)", false, 1.0, "λ", cmd);
-  TCLAP::ValueArg<std::string> iterations("", "iterations", "deformable Adam steps at 1/4 and 1/2 resolution (default 70,20)", false, "70,20", "N1,N2", cmd);
-  TCLAP::ValueArg<std::string> affine_iterations("", "affine-iterations", "affine Adam steps at 4 mm and 2 mm (default 150,100)", false, "150,100", "N1,N2", cmd);
-  std::vector<std::string> devices = {"cpu", "cuda"};
-  TCLAP::ValuesConstraint<std::string> device_allowed(devices);
+  TCLAP::ValueArg<double> lambda("", "regularization", "weight of the smoothness term (default " + number_text(defaults.regularization) + ")", false, defaults.regularization, "λ", cmd);
+  TCLAP::ValueArg<std::string> iterations("", "iterations", "deformable Adam steps at 1/4 and 1/2 resolution (default " + pipeline::counts_text(defaults.iterations) + ")", false, pipeline::counts_text(defaults.iterations), "N1,N2", cmd);
+  TCLAP::ValueArg<std::string> affine_iterations("", "affine-iterations", "affine Adam steps at 4 mm and 2 mm (default " + pipeline::counts_text(defaults.affine_iterations) + ")", false, pipeline::counts_text(defaults.affine_iterations), "N1,N2", cmd);
   TCLAP::ValueArg<std::string> model("", "model", "a trained model (.autoreg, from autoreg train), or 'default' for the model shipped with autoreg; without it, instance optimisation", false, "", "FILE", cmd);
   TCLAP::ValueArg<int> refine("", "refine", "with --model: Adam steps of instance optimisation (1/2 resolution) refining the network's field (default 0)", false, 0, "K", cmd);
-  TCLAP::ValueArg<std::string> device("", "device", "cpu (default) or cuda", false, "cpu", &device_allowed, cmd);
-  TCLAP::ValueArg<int> threads("", "threads", "CPU threads (default: all)", false, 0, "T", cmd);
+  DeviceArg device(cmd);
+  ThreadsArg threads(cmd);
   TCLAP::ValueArg<uint64_t> seed("", "seed", "random seed (default 0)", false, 0, "S", cmd);
   TCLAP::ValueArg<std::string> fixed_orientation("", "fixed-orientation", "override a wrong header: where the fixed image's voxel axes point, e.g. LIA", false, "", "CODE", cmd);
   TCLAP::ValueArg<std::string> moving_orientation("", "moving-orientation", "override a wrong header: where the moving image's (and labels') voxel axes point, e.g. LIA", false, "", "CODE", cmd);
@@ -111,7 +108,7 @@ int run_register(int argc, char** argv) {
   cmd.setExceptionHandling(false);
   cmd.parse(argc, argv);
 
-  RegisterParams p;
+  pipeline::RegisterJob p;
   p.fixed = fixed.getValue();
   p.moving = moving.getValue();
   p.out_warped = out_warped.getValue();
@@ -147,43 +144,38 @@ int run_register(int argc, char** argv) {
     refuse_overwrite({&p.out_warped, &p.out_field, &p.out_labels, &p.out_affine, &p.out_inverse_field, &p.qc},
                      {&p.fixed, &p.moving, &p.moving_labels, &p.fixed_labels});
   }
-  if (lambda.getValue() < 0) throw UsageError("--regularization must be >= 0");
-  if (affine_only.getValue() && no_affine.getValue()) {
-    throw UsageError("--affine-only and --no-affine exclude each other");
-  }
-  auto& o = p.options;
-  o.stages = affine_only.getValue() ? pipeline::Stages::AffineOnly
-             : no_affine.getValue() ? pipeline::Stages::DeformableOnly
-                                    : pipeline::Stages::AffineAndDeformable;
-  o.affine.similarity = o.deformable.similarity = similarity.getValue();
-  o.deformable.regularization = lambda.getValue();
-  o.deformable.iterations = parse_levels("--iterations", iterations.getValue());
-  o.affine.iterations = parse_levels("--affine-iterations", affine_iterations.getValue());
-  o.deformable.seed = seed.getValue();
-  o.device = device.getValue();
+  pipeline::RegistrationSettings s;
+  s.model = model.getValue();
+  s.device = device.value();
+  s.affine = !no_affine.getValue();
+  s.deformable = !affine_only.getValue();
+  s.similarity = similarity.getValue();
+  s.regularization = lambda.getValue();
+  s.iterations = parse_levels("--iterations", iterations.getValue());
+  s.affine_iterations = parse_levels("--affine-iterations", affine_iterations.getValue());
   if (refine.getValue() < 0) throw UsageError("--refine must be >= 0");
-  if (refine.getValue() > 0 && model.getValue().empty()) throw UsageError("--refine needs --model");
+  s.refine = unsigned(refine.getValue());
+  s.seed = seed.getValue();
   if (iterations.isSet() && !model.getValue().empty()) {
     throw UsageError("--iterations sets instance optimisation, which --model replaces (use --refine K)");
   }
-  if (!model.getValue().empty() && affine_only.getValue()) {
-    throw UsageError("--model and --affine-only exclude each other (the model is the deformable stage)");
-  }
-  try {
-    p.model = pipeline::resolve_model_name(model.getValue());
-  } catch (const pipeline::NoDefaultModel& e) {
-    throw UsageError(std::string("--model default: ") + e.what());
-  }
-  o.refine = refine.getValue();
+  // The model's reading counts in the "read" stage.
+  pipeline::StageTimes times;
+  p.options = pair_options_of(s);
   p.force = force.getValue();
   p.fixed_orientation = checked_orientation("--fixed-orientation", fixed_orientation.getValue());
   p.moving_orientation = checked_orientation("--moving-orientation", moving_orientation.getValue());
-  if (threads.getValue() > 0) at::set_num_threads(threads.getValue());
+  threads.apply();
   if (batch) {
-    return run_pairs(p, {pairs.getValue(), out_dir.getValue(), resume.getValue(), inverse.getValue(), shard.getValue(),
+    const pipeline::PairsOutcome r = pipeline::run_pairs(p, {pairs.getValue(), out_dir.getValue(), resume.getValue(), inverse.getValue(), shard.getValue(),
                          merge.getValue(), allow_missing.getValue()});
+    if (r.ok()) return kOk;
+    const std::string and_missing = r.missing ? ", " + std::to_string(r.missing) + " missing" : "";
+    std::fprintf(stderr, "autoreg register: %d of %zu pairs failed%s (listed in %s)\n", r.failed, r.pairs,
+                 and_missing.c_str(), r.summary_csv.c_str());
+    return kSomePairsFailed;
   }
-  const nlohmann::json summary = run(p);
+  const nlohmann::json summary = pipeline::register_files(p, times);
   if (json.getValue()) {
     std::printf("%s\n", summary.dump(2).c_str());
   } else {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common_args.h"
+
 namespace autoreg::apps {
 
 struct ModelRunArgs {
@@ -15,18 +17,17 @@ struct ModelRunArgs {
   ModelRunArgs(TCLAP::CmdLine& cmd, const std::string& log_help)
       : cache("", "cache", "folder for preprocessed volumes (default <out>.cache)", false, "", "DIR", cmd),
         log("", "log", log_help + " (default <out>.log.jsonl)", false, "", "FILE", cmd),
-        device("", "device", "cpu (default) or cuda", false, "cpu", &device_allowed, cmd),
-        threads("", "threads", "CPU threads (default: all)", false, 0, "T", cmd),
+        device(cmd),
+        threads(cmd),
         seed("", "seed", "random seed (default 0)", false, 0, "S", cmd),
         resume("", "resume", "continue from <out>.ckpt (same options)", cmd, false) {}
 
   std::string cache_for(const std::string& out) const { return cache.isSet() ? cache.getValue() : out + ".cache"; }
   std::string log_for(const std::string& out) const { return log.isSet() ? log.getValue() : out + ".log.jsonl"; }
 
-  std::vector<std::string> devices{"cpu", "cuda"};
-  TCLAP::ValuesConstraint<std::string> device_allowed{devices};
-  TCLAP::ValueArg<std::string> cache, log, device;
-  TCLAP::ValueArg<int> threads;
+  TCLAP::ValueArg<std::string> cache, log;
+  DeviceArg device;
+  ThreadsArg threads;
   TCLAP::ValueArg<uint64_t> seed;
   TCLAP::SwitchArg resume;
 };

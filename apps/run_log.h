@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "autoreg/base/atomic_file.h"
 #include "autoreg/io/volume.h"
 #include "exit_codes.h"
 #include "options.h"
@@ -32,13 +33,11 @@ inline double cut_log_to(const std::string& path, int64_t step) {
     kept += line + "\n";
     seconds = j.value("seconds", seconds);
   }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << kept;
-    if (!(out << std::flush)) throw io::IoError(path + ": cannot rewrite the log");
+  try {
+    base::write_file_atomically(path, kept);
+  } catch (const base::WriteError&) {
+    throw io::IoError(path + ": cannot rewrite the log");
   }
-  std::filesystem::rename(tmp, path);
   return seconds;
 }
 

@@ -41,6 +41,7 @@
 #include "autoreg/search/op_cost.h"
 #include "autoreg/search/report.h"
 #include "autoreg/search/searcher.h"
+#include "common_args.h"
 #include "exit_codes.h"
 #include "options.h"
 #include "run_log.h"
@@ -149,14 +150,14 @@ int run_search(int argc, char** argv) {
   TCLAP::ValueArg<std::string> grid("", "grid", "model grid DxHxW at --spacing (default: the reference's foreground box + 8 mm)", false, "", "DxHxW", cmd);
   TCLAP::ValueArg<double> spacing("", "spacing", "model grid spacing in mm (default 2)", false, 2.0, "MM", cmd);
   std::vector<std::string> modes = {"joint", "sequential"}, orders = {"first", "second"}, edge_sets = {"all", "deformation", "none"},
-                           paths = {"sampled", "mixed"}, devices = {"cpu", "cuda"};
+                           paths = {"sampled", "mixed"};
   TCLAP::ValuesConstraint<std::string> mode_allowed(modes), order_allowed(orders), edges_allowed(edge_sets),
-      path_allowed(paths), device_allowed(devices);
+      path_allowed(paths);
   TCLAP::ValueArg<std::string> mode("", "mode", "joint (default: ω, α and λ in one loop) or sequential (α, then λ on the derived architecture)", false, "joint", &mode_allowed, cmd);
   TCLAP::ValueArg<std::string> order("", "order", "α's gradient: first (default) or second order (finite-difference Hessian-vector product)", false, "first", &order_allowed, cmd);
   TCLAP::ValueArg<std::string> edges("", "edges", "searched edges: all (default, 12), deformation (the 6 D-cell edges) or none (only λ, on --genotype)", false, "all", &edges_allowed, cmd);
   TCLAP::ValueArg<std::string> genotype("", "genotype", "the base genotype: the operations of edges that are not searched, and α's starting point with --base-logit (default: the default network's)", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> path("", "path", "the weights' path: mixed (default, DARTS: every allowed candidate, ~7x a network's step) or sampled (GDAS: one candidate per edge and step; did not train on OASIS-TRT, see the README)", false, "mixed", &path_allowed, cmd);
+  TCLAP::ValueArg<std::string> path("", "path", "the weights' path: mixed (default, DARTS: every allowed candidate, ~7x a network's step) or sampled (GDAS: one candidate per edge and step; did not train on OASIS-TRT, see docs/search.md)", false, "mixed", &path_allowed, cmd);
   TCLAP::ValueArg<std::string> arch_path("", "arch-path", "α's gradient: mixed (default, DARTS: every allowed candidate) or sampled (GDAS straight-through on the step's path)", false, "mixed", &path_allowed, cmd);
   TCLAP::ValueArg<double> max_forward("", "max-forward-ms", "forward-time budget of the derived network at the model grid on this machine (default: the default network's; 0: none)", false, 0, "X", cmd);
   TCLAP::ValueArg<double> latency_weight("", "latency-weight", "weight of the expected forward time (÷ the default network's) in α's objective, always on (default 0: only the budget counts)", false, 0, "W", cmd);
@@ -185,8 +186,8 @@ int run_search(int argc, char** argv) {
   TCLAP::ValueArg<double> max_unreadable("", "max-unreadable", "share of manifest rows that may be unreadable (reported and skipped; default 0.2)", false, 0.2, "F", cmd);
   TCLAP::ValueArg<int64_t> max_rollbacks("", "max-rollbacks", "faulty steps in a row (non-finite or a gradient spike, each rolled back at half the step sizes) before giving up (default 5)", false, 5, "K", cmd);
   TCLAP::ValueArg<double> max_spike("", "max-gradient-spike", "a weight gradient norm over this many times its running average is a fault, rolled back at half the step sizes (default 20; 0: off)", false, 20, "X", cmd);
-  TCLAP::ValueArg<std::string> device("", "device", "cpu (default) or cuda", false, "cpu", &device_allowed, cmd);
-  TCLAP::ValueArg<int> threads("", "threads", "CPU threads (default: all)", false, 0, "T", cmd);
+  DeviceArg device(cmd);
+  ThreadsArg threads(cmd);
   TCLAP::ValueArg<int64_t> batch("", "batch", "pairs per step over all ranks, the global batch, search and retraining (default: one per rank; resumed: the checkpoint's)", false, 1, "G", cmd);
   std::vector<std::string> validations = {"decoupled", "inline", "off"};
   TCLAP::ValuesConstraint<std::string> validation_allowed(validations);
@@ -264,7 +265,7 @@ int run_search(int argc, char** argv) {
   o.augment = !no_augment.getValue();
   o.max_rollbacks = max_rollbacks.getValue();
   o.seed = seed.getValue();
-  o.device = device.getValue();
+  o.device = device.value();
   try {
     if (initial.isSet()) o.initial_objective = registration::ObjectiveWeights::parse(initial.getValue());
   } catch (const std::invalid_argument& e) {
@@ -318,18 +319,18 @@ int run_search(int argc, char** argv) {
   p.arguments = arguments_without(argc, argv, {"--nproc", "--max-restarts", "--threads", "--validation-threads"});
   if (evaluate.getValue()) {
     if (scale.nproc.isSet()) throw UsageError("--evaluate runs as one process: no --nproc");
-    if (threads.getValue() > 0) at::set_num_threads(threads.getValue());
+    threads.apply();
     p.evaluate = true;
     parallel::attach_to_supervisor();  // started by the search: ends with it
     install_stop_handlers();
     parallel::release_stop_signals();  // held by the search until now (validation_process.cpp)
     return evaluate_search(p);
   }
-  if (const auto code = supervise_if_asked(scale, argc, argv, "search", threads.getValue(),
+  if (const auto code = supervise_if_asked(scale, argc, argv, "search", threads.value(),
                                            (fs::path(p.out) / "failures.jsonl").string())) {
     return *code;
   }
-  if (threads.getValue() > 0) at::set_num_threads(threads.getValue());
+  threads.apply();
   const Distributed dist = join_if_distributed(scale, o.device);
   p.collective = dist.collective.get();
   p.lead = dist.lead();

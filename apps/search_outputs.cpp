@@ -11,6 +11,7 @@
 #include <map>
 #include <vector>
 
+#include "autoreg/device.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/parallel/evaluation.h"
 #include "autoreg/search/report.h"
@@ -62,7 +63,7 @@ nlohmann::json search_log_line(const search::Searcher& s, const search::SearchSt
 
 double measure_forward_ms(const registration::NetworkSpec& spec, const std::array<int64_t, 3>& grid,
                           const std::string& device_name, int repetitions) {
-  const at::Device device(device_name == "cuda" ? at::kCUDA : at::kCPU);
+  const at::Device device = ops::parse_device(device_name);
   c10::AutoGradMode no_grad(false);
   auto net = registration::make_network(spec);
   net->to(device);

@@ -10,9 +10,11 @@
 
 #include "autoreg/registration/genotype.h"
 #include "autoreg/search/searcher.h"
-#include "text_file.h"
+#include "autoreg/pipeline/output_files.h"
 
 namespace autoreg::apps {
+
+using pipeline::write_text_atomically;
 
 // One line of the search log (search/report.h documents the fields).
 nlohmann::json search_log_line(const search::Searcher& searcher, const search::SearchStep& step, double seconds);

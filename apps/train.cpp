@@ -293,7 +293,7 @@ int run_train(int argc, char** argv) {
   n.feature_transforms = o.feature_noise > 0;
   if (o.feature_noise > 0) o.trainable = "weights";  // γ and β stay the identity the noise perturbs
   o.seed = run.seed.getValue();
-  o.device = run.device.getValue();
+  o.device = run.device.value();
   p.checkpoint_every = checkpoint_every.getValue();
   p.validate_every = validate_every.getValue();
   p.resume = run.resume.getValue();
@@ -306,8 +306,8 @@ int run_train(int argc, char** argv) {
   if (!(max_unreadable.getValue() >= 0 && max_unreadable.getValue() < 1)) throw UsageError("--max-unreadable must be in [0, 1)");
   p.max_unreadable = max_unreadable.getValue();
   o.batch = batch.getValue();
-  if (const auto code = supervise_if_asked(scale, argc, argv, "train", run.threads.getValue(), p.failures)) return *code;
-  if (run.threads.getValue() > 0) at::set_num_threads(run.threads.getValue());
+  if (const auto code = supervise_if_asked(scale, argc, argv, "train", run.threads.value(), p.failures)) return *code;
+  run.threads.apply();
   Distributed dist = join_if_distributed(scale, o.device);
   o.inject_nan_at = parallel::injected_non_finite_step(dist.rank());  // tests (parallel/worker.h)
   install_stop_handlers();

@@ -19,6 +19,7 @@
 #include <fstream>
 #include <thread>
 
+#include "autoreg/device.h"
 #include "autoreg/io/manifest.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/parallel/evaluation.h"
@@ -27,6 +28,7 @@
 #include "autoreg/pipeline/dataset.h"
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/training_pairs.h"
+#include "common_args.h"
 #include "exit_codes.h"
 #include "training_loop.h"
 
@@ -56,7 +58,7 @@ int validate(const std::string& out, const std::string& device) {
                                   run.value("size_multiple", int64_t(4)), dataset);
   data.train.clear();  // only the validation subjects are evaluated
   const uint64_t seed = run.value("seed", uint64_t(0));
-  const at::Device where = device == "cuda" ? at::kCUDA : at::kCPU;
+  const at::Device where = ops::parse_device(device);
   std::fprintf(stderr, "validate: watching %s (%zu validation subjects)\n", checkpoint.c_str(), data.validation.size());
   parallel::WatchOptions o;
   o.checkpoint = checkpoint;
@@ -84,18 +86,16 @@ int run_validate(int argc, char** argv) {
   TCLAP::CmdLine cmd("Evaluate a training run's checkpoints as they are written (validation Dice, folding), "
                      "decoupled from the training; keeps the best checkpoint.", ' ', "0.1");
   TCLAP::ValueArg<std::string> run("", "run", "the run's model file (train --out): OUT.ckpt is watched", true, "", "OUT", cmd);
-  TCLAP::ValueArg<int> threads("", "threads", "CPU threads (default 1: the training keeps the rest)", false, 1, "T", cmd);
-  std::vector<std::string> devices = {"cpu", "cuda"};
-  TCLAP::ValuesConstraint<std::string> device_allowed(devices);
-  TCLAP::ValueArg<std::string> device("", "device", "cpu (default) or cuda", false, "cpu", &device_allowed, cmd);
+  ThreadsArg threads(cmd, 1, "CPU threads (default 1: the training keeps the rest)");
+  DeviceArg device(cmd);
   cmd.setExceptionHandling(false);
   cmd.parse(argc, argv);
-  if (threads.getValue() < 1) throw UsageError("--threads must be at least 1");
-  at::set_num_threads(threads.getValue());
+  if (threads.value() < 1) throw UsageError("--threads must be at least 1");
+  threads.apply();
   parallel::attach_to_supervisor();  // started by train: ends with it
   install_stop_handlers();
   parallel::release_stop_signals();  // held by train until now (validation_process.cpp)
-  return validate(run.getValue(), device.getValue());
+  return validate(run.getValue(), device.value());
 }
 
 }  // namespace autoreg::apps

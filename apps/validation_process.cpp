@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "autoreg/base/atomic_file.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/parallel/process.h"
 
@@ -31,13 +32,12 @@ ValidationProcess::ValidationProcess(const ValidationRun& run) : results_(run.ou
         {"manifest", fs::absolute(run.manifest).string()}, {"cache", fs::absolute(run.cache).string()},
         {"similarity", run.similarity}, {"size_multiple", run.size_multiple}, {"max_unreadable", run.max_unreadable},
         {"seed", run.seed}};
-    const std::string path = run.out + ".run.json", temporary = path + ".tmp";
-    {
-      std::ofstream f(temporary);
-      f << description.dump(2) << "\n";
-      if (!(f << std::flush)) throw io::IoError(path + ": cannot write the run description");
+    const std::string path = run.out + ".run.json";
+    try {
+      base::write_file_atomically(path, description.dump(2) + "\n");
+    } catch (const base::WriteError&) {
+      throw io::IoError(path + ": cannot write the run description");
     }
-    fs::rename(temporary, path);
     command = {"validate", "--run", run.out, "--device", run.device};
   }
   command.insert(command.begin(), parallel::this_executable());

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "autoreg/base/atomic_file.h"
 #include "autoreg/ops.h"
 
 #ifdef AUTOREG_WITH_CUDA
@@ -118,9 +119,7 @@ int main(int argc, char** argv) {
     const nlohmann::json result = std::strcmp(argv[1], "measure") == 0 ? measure(args) : train(args);
     const std::string path = args.get("json");
     if (!path.empty()) {
-      const std::string temporary = path + ".tmp";
-      std::ofstream(temporary) << result.dump(1) << "\n";
-      if (std::rename(temporary.c_str(), path.c_str()) != 0) throw std::runtime_error(path + ": cannot write");
+      autoreg::base::write_file_atomically(path, result.dump(1) + "\n");
     }
     std::printf("%s\n", result.dump(1).c_str());
   } catch (const std::exception& e) {

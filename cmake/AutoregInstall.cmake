@@ -1,15 +1,15 @@
 # `cmake --install` of a relocatable CMake package:
 #   find_package(AutoReg CONFIG REQUIRED)
-# gives autoreg::ops, autoreg::registration, autoreg::search, autoreg::segmentation and, in a build with ITK, autoreg::io,
-# autoreg::itk (the ITK filter) and autoreg::qc (quality-control pictures), with their
+# gives autoreg::base, autoreg::ops, autoreg::registration, autoreg::search, autoreg::segmentation and, in a build with ITK, autoreg::io,
+# autoreg::pipeline (the jobs' library API and the ITK filter) and autoreg::qc (quality-control pictures), with their
 # usage requirements: AutoRegConfig.cmake finds
 # LibTorch (as this build did, or where this build found it) and ITK (the same
 # components). Also installs the `autoreg` command and the default model.
 include(CMakePackageConfigHelpers)
 
-set(_targets autoreg_ops autoreg_registration autoreg_search autoreg_segmentation)
+set(_targets autoreg_base autoreg_ops autoreg_registration autoreg_search autoreg_segmentation)
 if(AUTOREG_WITH_ITK)
-  list(APPEND _targets autoreg_io autoreg_itk autoreg_qc)
+  list(APPEND _targets autoreg_io autoreg_pipeline autoreg_qc)
   # The command: bin/ → lib/, relative.
   file(RELATIVE_PATH _bin_to_lib "/${CMAKE_INSTALL_BINDIR}" "/${CMAKE_INSTALL_LIBDIR}")
   set_target_properties(autoreg PROPERTIES INSTALL_RPATH "$ORIGIN/${_bin_to_lib}")
@@ -29,9 +29,9 @@ install(TARGETS ${_targets} EXPORT AutoRegTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
-set(_include_dirs ops/include/ registration/include/ search/include/ segmentation/include/)
+set(_include_dirs base/include/ ops/include/ registration/include/ search/include/ segmentation/include/)
 if(AUTOREG_WITH_ITK)
-  list(APPEND _include_dirs io/include/ registration/itk/include/ qc/include/)
+  list(APPEND _include_dirs io/include/ pipeline/include/ qc/include/)
   install(FILES models/default.autoreg DESTINATION ${CMAKE_INSTALL_DATADIR}/autoreg)
 endif()
 foreach(_dir IN LISTS _include_dirs)

@@ -19,6 +19,7 @@
 #include <itkTransformFactoryBase.h>
 #include <itkTxtTransformIOFactory.h>
 
+#include "autoreg/base/atomic_file.h"
 #include "gzip_file.h"
 #include "itk_bridge.h"
 #include "nifti_file.h"
@@ -82,47 +83,41 @@ void check_output_path(const std::string& path) {
   }
 }
 
-namespace {
-
-fs::path temporary_for(const fs::path& target) {
-  static std::atomic<int> counter{0};
-  return target.parent_path() / (".autoreg-tmp-" + std::to_string(::getpid()) + "-" +
-                                 std::to_string(counter++) + "-" + target.filename().string());
-}
-
-}  // namespace
-
 void write_atomically(const std::string& path,
                       const std::function<void(const std::string&)>& write) {
   check_output_path(path);
   const fs::path target(path);
+  // A .mhd header names its .raw data file, so that pair is written under its final
+  // names in a temporary folder (named as base's temporaries, so a killed writer's is
+  // cleaned up) and moved data first, header last.
   const bool metaimage_pair = target.extension() == ".mhd";
-  const fs::path tmp_dir = metaimage_pair ? temporary_for(target) : fs::path();
-  const fs::path tmp = metaimage_pair ? tmp_dir / target.filename() : temporary_for(target);
-  const fs::path cleanup = metaimage_pair ? tmp_dir : tmp;
+  const fs::path tmp_dir = metaimage_pair ? fs::path(base::temporary_path(path)) : fs::path();
   std::error_code ec;
   try {
-    if (metaimage_pair) fs::create_directory(tmp_dir);
-    write(tmp.string());
-    if (metaimage_pair) {
-      for (const auto& entry : fs::directory_iterator(tmp_dir)) {
-        if (entry.path() != tmp) {
-          fs::rename(entry.path(), target.parent_path() / entry.path().filename());
-        }
-      }
+    if (!metaimage_pair) {
+      base::write_atomically(path, write);
+      return;
     }
-    fs::rename(tmp, target);
+    fs::create_directory(tmp_dir);
+    const fs::path header = tmp_dir / target.filename();
+    write(header.string());
+    for (const auto& entry : fs::directory_iterator(tmp_dir)) {
+      if (entry.path() != header) fs::rename(entry.path(), target.parent_path() / entry.path().filename());
+    }
+    fs::rename(header, target);
   } catch (const itk::ExceptionObject& e) {
-    fs::remove_all(cleanup, ec);
+    if (metaimage_pair) fs::remove_all(tmp_dir, ec);
     fail(path, "cannot write: " + itk_reason(e, path));
   } catch (const fs::filesystem_error& e) {
-    fs::remove_all(cleanup, ec);
+    if (metaimage_pair) fs::remove_all(tmp_dir, ec);
     fail(path, std::string("cannot write: ") + e.what());
+  } catch (const base::WriteError& e) {
+    throw IoError(e.what());  // "<path>: cannot rename the temporary file into place (…)"
   } catch (...) {
-    fs::remove_all(cleanup, ec);
+    if (metaimage_pair) fs::remove_all(tmp_dir, ec);
     throw;
   }
-  if (metaimage_pair) fs::remove_all(tmp_dir, ec);
+  fs::remove_all(tmp_dir, ec);
 }
 
 void write_compressed(const std::string& tmp, const std::function<void(const std::string&, bool)>& write) {

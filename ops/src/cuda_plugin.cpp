@@ -4,8 +4,10 @@
 
 #include <filesystem>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 
+#include "autoreg/device.h"
 #include "autoreg/ops.h"
 
 namespace autoreg::ops {
@@ -53,6 +55,12 @@ bool cuda_available() {
 std::string cuda_unavailable_reason() {
   cuda_available();
   return reason();
+}
+
+at::Device parse_device(const std::string& name) {
+  if (name != "cpu" && name != "cuda") throw std::invalid_argument("device must be cpu or cuda, got '" + name + "'");
+  if (name == "cuda" && !cuda_available()) throw std::runtime_error("--device cuda: " + cuda_unavailable_reason());
+  return name == "cuda" ? at::Device(at::kCUDA) : at::Device(at::kCPU);
 }
 
 }  // namespace autoreg::ops

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "autoreg/base/atomic_file.h"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -52,18 +54,18 @@ void report_step(int64_t step) {
 int64_t reported_step() { return g_step; }
 
 void report_failure(const std::exception& e, int exit_code) {
-  const char* base = status_path();
-  if (!base) return;
+  const char* status = status_path();
+  if (!status) return;
   std::string message = e.what();
   message = message.substr(0, message.find('\n'));
   const nlohmann::json report = {
       {"class", classify_exception(e, exit_code)}, {"message", message}, {"step", g_step}, {"exit_code", exit_code}};
-  const std::string path = std::string(base) + ".failure.json", temporary = path + ".tmp";
-  {
-    std::ofstream out(temporary);
-    out << report.dump() << "\n";
+  // Best effort: the process is ending with an error already; the supervisor that finds
+  // no report diagnoses it from the exit status.
+  try {
+    base::write_file_atomically(std::string(status) + ".failure.json", report.dump() + "\n");
+  } catch (const std::exception&) {
   }
-  std::rename(temporary.c_str(), path.c_str());
 }
 
 }  // namespace autoreg::parallel

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <stdexcept>
 
-#include "atomic_file.h"
+#include "autoreg/base/atomic_file.h"
 
 namespace autoreg::qc::detail {
 
@@ -49,7 +49,7 @@ void Canvas::write_png(const std::string& path) const {
   Pixel* out = image->GetBufferPointer();
   for (size_t i = 0; i < pixels_.size(); ++i) out[i].Set(pixels_[i].r, pixels_[i].g, pixels_[i].b);
 
-  write_atomically(path, [&](const std::string& tmp) {
+  base::write_atomically(path, [&](const std::string& tmp) {
     auto writer = itk::ImageFileWriter<Image>::New();
     writer->SetImageIO(itk::PNGImageIO::New());
     writer->SetFileName(tmp);
@@ -57,7 +57,7 @@ void Canvas::write_png(const std::string& path) const {
     try {
       writer->Update();
     } catch (const itk::ExceptionObject& e) {
-      throw std::runtime_error(std::string("cannot write the PNG (") + e.GetDescription() + ")");
+      throw std::runtime_error(path + ": cannot write the PNG (" + e.GetDescription() + ")");
     }
   });
 }

@@ -9,27 +9,13 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "atomic_file.h"
+#include "autoreg/base/atomic_file.h"
+#include "autoreg/base/html.h"
 #include "autoreg/qc/picture.h"
 
 namespace autoreg::qc {
 
 namespace {
-
-std::string escape_html(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 // A relative path as a URL: '#', '?', '%', spaces and non-ASCII bytes percent-encoded.
 std::string escape_url(const std::string& path) {
@@ -109,33 +95,27 @@ img.broken { outline: 3px solid #ff00ff; min-height: 3em; }
 void write_index_html(const std::string& path, std::vector<IndexRow> rows, const std::string& title) {
   std::stable_sort(rows.begin(), rows.end(), worse);
   std::ostringstream html;
-  html << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" << escape_html(title)
-       << "</title>\n" << kStyle << "</head>\n<body>\n<h1>" << escape_html(title) << "</h1>\n"
+  html << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" << base::escape_html(title)
+       << "</title>\n" << kStyle << "</head>\n<body>\n<h1>" << base::escape_html(title) << "</h1>\n"
        << "<p id=\"qc-load-status\">loading pictures</p>\n<table>\n<thead><tr><th>#</th><th>name</th>"
        << "<th>status</th><th>Dice</th><th>folding %</th><th>seconds</th><th>error</th></tr></thead>\n<tbody>\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const IndexRow& r = rows[i];
-    const std::string name = escape_html(r.name);
+    const std::string name = base::escape_html(r.name);
     html << "<tr class=\"figures " << (failed(r) ? "failed" : "ok") << "\"><td class=\"num\">" << i + 1
-         << "</td><td class=\"name\">" << name << "</td><td class=\"status\">" << escape_html(r.status)
+         << "</td><td class=\"name\">" << name << "</td><td class=\"status\">" << base::escape_html(r.status)
          << "</td><td class=\"num\">" << number(r.dice, "%.3f") << "</td><td class=\"num\">"
          << number(r.folding_percent, "%.3f") << "</td><td class=\"num\">" << number(r.seconds, "%.1f")
-         << "</td><td class=\"error\">" << escape_html(r.error) << "</td></tr>\n";
+         << "</td><td class=\"error\">" << base::escape_html(r.error) << "</td></tr>\n";
     if (!r.picture.empty()) {
       html << "<tr class=\"picture\"><td colspan=\"7\"><img class=\"qc-picture\" src=\""
-           << escape_html(escape_url(r.picture)) << "\" alt=\"quality-control picture of " << name
+           << base::escape_html(escape_url(r.picture)) << "\" alt=\"quality-control picture of " << name
            << "\" loading=\"eager\"></td></tr>\n";
     }
   }
   html << "</tbody>\n</table>\n" << kLoadScript << "</body>\n</html>\n";
 
-  const std::string text = html.str();
-  detail::write_atomically(path, [&](const std::string& tmp) {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(std::string("cannot create ") + tmp + " (" + std::strerror(errno) + ")");
-    out << text << std::flush;
-    if (!out) throw std::runtime_error("writing failed (disk full?)");
-  });
+  base::write_file_atomically(path, html.str());
 }
 
 }  // namespace autoreg::qc

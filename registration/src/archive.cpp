@@ -11,6 +11,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "autoreg/base/atomic_file.h"
 #include "fnv1a.h"
 
 namespace autoreg::registration {
@@ -88,23 +89,18 @@ void write_archive(const std::string& path, const std::string& kind, const Archi
   std::snprintf(hex, sizeof hex, "%016" PRIx64, checksum);
   header << "checksum " << hex << "\ndata " << bytes << "\n";
 
-  const std::string tmp = path + ".tmp-" + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw ModelFileError(path + ": cannot write (" + std::strerror(errno) + ")");
-    const std::string h = header.str();
-    out.write(h.data(), h.size());
-    for (const auto& t : data) out.write(static_cast<const char*>(t.data_ptr()), t.nbytes());
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw ModelFileError(path + ": writing failed (disk full?)");
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw ModelFileError(path + ": cannot rename the temporary file into place (" +
-                         std::strerror(errno) + ")");
+  try {
+    base::write_atomically(path, [&](const std::string& tmp) {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      if (!out) throw ModelFileError(path + ": cannot write (" + std::strerror(errno) + ")");
+      const std::string h = header.str();
+      out.write(h.data(), h.size());
+      for (const auto& t : data) out.write(static_cast<const char*>(t.data_ptr()), t.nbytes());
+      out.flush();
+      if (!out) throw ModelFileError(path + ": writing failed (disk full?)");
+    });
+  } catch (const base::WriteError& e) {
+    throw ModelFileError(e.what());
   }
 }
 

@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "autoreg/device.h"
 #include "autoreg/ops.h"
 #include "autoreg/registration/augment.h"
 #include "autoreg/registration/metrics.h"
@@ -33,16 +34,10 @@ Trainer::Trainer(Model& model, TrainingSet data, TrainOptions options)
     : model_(model),
       data_(std::move(data)),
       options_(std::move(options)),
-      device_(options_.device == "cuda" ? at::kCUDA : at::kCPU),
+      device_(ops::parse_device(options_.device)),
       guard_(options_.spike_factor, options_.max_rollbacks),
       writer_(options_.async_checkpoints) {
   check_similarity(options_.similarity);
-  if (options_.device != "cpu" && options_.device != "cuda") {
-    throw std::invalid_argument("device must be cpu or cuda, got '" + options_.device + "'");
-  }
-  if (options_.device == "cuda" && !ops::cuda_available()) {
-    throw std::runtime_error("--device cuda: " + ops::cuda_unavailable_reason());
-  }
   const bool atlas = data_.atlas.has_value();
   if (options_.batch < 1) throw std::invalid_argument("the batch needs at least one pair");
   if (data_.train.empty() || (!atlas && data_.train.size() < 2 && !options_.augment)) {
@@ -131,9 +126,7 @@ Trainer::PairTerms Trainer::pair_gradient(int64_t g) {
   const at::Device& device = device_;
   // This pair's randomness depends on (seed, step, g) alone: resuming repeats it exactly,
   // with any number of ranks. Pair 0 draws as a step did before batches.
-  const uint64_t pair = uint64_t(g) * 0xD1B54A32D192ED03ULL;
-  std::mt19937_64 rng(options_.seed * 0x9E3779B97F4A7C15ULL + uint64_t(step_) + pair);
-  at::manual_seed(options_.seed * 1000003ULL + uint64_t(step_) + pair);
+  std::mt19937_64 rng = step_generator(options_.seed, step_, g);
   DrawOptions draw;
   draw.augment = options_.augment;
   draw.deformation_voxels = options_.deformation_voxels;

@@ -14,6 +14,12 @@
 #include "autoreg/registration/metrics.h"
 
 namespace autoreg::registration {
+
+std::mt19937_64 step_generator(uint64_t seed, int64_t step, int64_t slot) {
+  const uint64_t salt = uint64_t(slot) * 0xD1B54A32D192ED03ULL;
+  at::manual_seed(seed * 1000003ULL + uint64_t(step) + salt);
+  return std::mt19937_64(seed * 0x9E3779B97F4A7C15ULL + uint64_t(step) + salt);
+}
 namespace {
 
 // A subject's image for this step: its own, or one synthesised from its labels.

@@ -15,6 +15,8 @@
 #include <stdexcept>
 #include <vector>
 
+#include "autoreg/base/atomic_file.h"
+#include "autoreg/device.h"
 #include "autoreg/registration/autoreg_net.h"
 #include "autoreg/registration/operations.h"
 
@@ -47,7 +49,7 @@ double median_ms(const std::function<void()>& run, int repetitions, const at::De
 OpCosts measure_op_costs(const std::array<int64_t, 3>& grid, const registration::NetworkSpec& base,
                          const std::string& device_name, int repetitions,
                          const std::function<void(const std::string&)>& progress) {
-  const at::Device device(device_name == "cuda" ? at::kCUDA : at::kCPU);
+  const at::Device device = ops::parse_device(device_name);
   c10::AutoGradMode no_grad(false);
   OpCosts c;
   c.grid = grid;
@@ -98,13 +100,11 @@ void save_op_costs(const std::string& path, const OpCosts& c) {
   for (int e = 0; e < kEdges; ++e) {
     for (int k = 0; k < kCandidates; ++k) j["ms"][layout[e].name][registration::kOperations[k]] = c.ms[e][k];
   }
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << j.dump(1) << "\n";
-    if (!(out << std::flush)) bad(path, "cannot write the operation costs");
+  try {
+    base::write_file_atomically(path, j.dump(1) + "\n");
+  } catch (const base::WriteError&) {
+    bad(path, "cannot write the operation costs");
   }
-  std::filesystem::rename(tmp, path);
 }
 
 OpCosts load_op_costs(const std::string& path) {

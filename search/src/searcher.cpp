@@ -13,6 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "autoreg/device.h"
 #include "autoreg/ops.h"
 #include "autoreg/registration/augment.h"
 #include "autoreg/registration/run_state.h"
@@ -32,7 +33,7 @@ Searcher::Searcher(registration::TrainingSet data, const registration::ModelInfo
       info_(info),
       options_(std::move(options)),
       costs_(std::move(costs)),
-      device_(options_.device == "cuda" ? at::kCUDA : at::kCPU),
+      device_(ops::parse_device(options_.device)),
       dtype_(options_.float64 ? at::kDouble : at::kFloat),
       guard_(options_.spike_factor, options_.max_rollbacks),
       writer_(options_.async_checkpoints) {
@@ -53,8 +54,6 @@ Searcher::Searcher(registration::TrainingSet data, const registration::ModelInfo
   if (!(o.warmup_fraction >= 0 && o.warmup_fraction < 1)) throw std::invalid_argument("the warm-up fraction must be in [0, 1)");
   if (!(o.update_crop > 0 && o.update_crop <= 1)) throw std::invalid_argument("the update crop must be in (0, 1]");
   if (!(o.tau_min > 0 && o.tau_max >= o.tau_min)) throw std::invalid_argument("need 0 < tau_min <= tau_max");
-  if (o.device == "cuda" && !ops::cuda_available()) throw std::runtime_error("--device cuda: " + ops::cuda_unavailable_reason());
-  if (o.device != "cpu" && o.device != "cuda") throw std::invalid_argument("device must be cpu or cuda, got '" + o.device + "'");
   if (costs_.grid != info_.grid) throw std::invalid_argument("the operation costs were measured at another grid");
   const bool atlas = data_.atlas.has_value();
   if (data_.train.size() < (atlas ? 1u : 2u)) {
@@ -278,9 +277,7 @@ std::vector<Searcher::Slot> Searcher::draw_slots(std::mt19937_64& step_rng, bool
     std::mt19937_64 own;
     std::mt19937_64* rng = &step_rng;
     if (g > 0) {
-      const uint64_t salt = uint64_t(g) * 0xD1B54A32D192ED03ULL;
-      own.seed(options_.seed * 0x9E3779B97F4A7C15ULL + uint64_t(step_) + salt);
-      at::manual_seed(options_.seed * 1000003ULL + uint64_t(step_) + salt);
+      own = registration::step_generator(options_.seed, step_, g);
       rng = &own;
     }
     Slot s;
@@ -314,8 +311,7 @@ void Searcher::distribute(registration::Collective& collective) {
 
 SearchStep Searcher::try_step() {
   const int64_t t = step_;
-  std::mt19937_64 rng(options_.seed * 0x9E3779B97F4A7C15ULL + uint64_t(t));
-  at::manual_seed(options_.seed * 1000003ULL + uint64_t(t));
+  std::mt19937_64 rng = registration::step_generator(options_.seed, t, 0);
   SearchStep r;
   allreduce_seconds_ = 0;
   r.phase = phase();

@@ -8,22 +8,6 @@
 
 namespace autoreg::search::svg {
 
-std::string escape(const std::string& text) {
-  std::string out;
-  out.reserve(text.size());
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
 std::string num(double value, int decimals) {
   if (!std::isfinite(value)) return "0";
   // to_chars ignores the C locale, so a host that sets a decimal comma cannot break the SVG.

@@ -8,10 +8,12 @@
 #include <utility>
 #include <vector>
 
+#include "autoreg/base/html.h"
+
 namespace autoreg::search::svg {
 
 // Text made safe for HTML and SVG content and attribute values (& < > " ').
-std::string escape(const std::string& text);
+inline std::string escape(const std::string& text) { return base::escape_html(text); }
 
 // A coordinate: fixed, `decimals` places, trailing zeros dropped; "0" for a non-finite value.
 std::string num(double value, int decimals = 1);

@@ -1,5 +1,5 @@
 // In-memory ITK images ↔ autoreg volumes and fields, for code that already holds ITK
-// images (the ITK filter of registration/itk/). The file-based functions of volume.h and
+// images (the ITK filter of pipeline/). The file-based functions of volume.h and
 // field.h are the same conversions through a file; these skip the file.
 #pragma once
 

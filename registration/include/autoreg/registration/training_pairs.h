@@ -30,6 +30,12 @@ struct TrainingPair {
   bool synthetic = false;
 };
 
+// The randomness of slot `slot` of training or search step `step`: the generator its
+// draws use, returned, and torch's default generator (augmentation, synthesis), seeded.
+// Both depend on (seed, step, slot) alone, so that resuming repeats a step exactly and
+// any number of ranks draws the same pairs; slot 0 draws as a step did before batches.
+std::mt19937_64 step_generator(uint64_t seed, int64_t step, int64_t slot);
+
 // A random pair from `pool` (set.train or set.validation): a moving subject and, in
 // atlas mode, the atlas, in pairwise mode another subject of the pool. Randomness: `rng`
 // for the choice and torch's default generator for augmentation and synthesis.

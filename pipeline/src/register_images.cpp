@@ -2,42 +2,13 @@
 
 #include <c10/core/GradMode.h>
 
-#include <memory>
 #include <numeric>
-#include <stdexcept>
 
 #include "autoreg/io/itk_image.h"
-#include "autoreg/pipeline/default_model.h"
 #include "autoreg/pipeline/register_pair.h"
-#include "autoreg/registration/model_file.h"
 
 namespace autoreg::pipeline {
 namespace {
-
-PairOptions pair_options(const ImageRegistrationSettings& s) {
-  if (s.similarity != "ncc" && s.similarity != "mse" && s.similarity != "mind") {
-    throw std::invalid_argument("similarity must be ncc, mse or mind, got '" + s.similarity + "'");
-  }
-  if (!s.affine && !s.deformable) throw std::invalid_argument("neither the affine nor the deformable stage is on");
-  if (s.regularization < 0) throw std::invalid_argument("regularization must be >= 0");
-  if (!s.model.empty() && !s.deformable) {
-    throw std::invalid_argument("a model is the deformable stage: it needs the deformable stage on");
-  }
-  if (s.refine > 0 && s.model.empty()) throw std::invalid_argument("refinement iterations need a model");
-  PairOptions o;
-  o.stages = !s.deformable ? Stages::AffineOnly : !s.affine ? Stages::DeformableOnly : Stages::AffineAndDeformable;
-  o.affine.similarity = o.deformable.similarity = s.similarity;
-  o.deformable.regularization = s.regularization;
-  o.deformable.iterations = {s.iterations[0], s.iterations[1]};
-  o.affine.iterations = {s.affine_iterations[0], s.affine_iterations[1]};
-  o.deformable.seed = s.seed;
-  o.device = s.device;
-  o.refine = s.refine;
-  if (!s.model.empty()) {
-    o.model = std::make_shared<registration::Model>(registration::load_model(resolve_model_name(s.model)));
-  }
-  return o;
-}
 
 // Counts the Adam steps of each stage as they are reported and turns them into the
 // fraction of all the steps the settings will take (a network's prediction counts as

@@ -4,16 +4,45 @@
 #include <ATen/Context.h>
 #include <c10/core/GradMode.h>
 
+#include <memory>
 #include <stdexcept>
 
 #include "autoreg/io/field.h"
 #include "autoreg/io/grid.h"
 #include "autoreg/io/mapped.h"
 #include "autoreg/io/transform.h"
+#include "autoreg/device.h"
 #include "autoreg/ops.h"
+#include "autoreg/pipeline/default_model.h"
 #include "autoreg/pipeline/frame.h"
+#include "autoreg/registration/model_file.h"
 
 namespace autoreg::pipeline {
+
+PairOptions pair_options(const RegistrationSettings& s) {
+  validate(s);
+  PairOptions o;
+  o.stages = !s.deformable ? Stages::AffineOnly : !s.affine ? Stages::DeformableOnly : Stages::AffineAndDeformable;
+  o.affine.similarity = o.deformable.similarity = s.similarity;
+  o.deformable.regularization = s.regularization;
+  o.deformable.iterations = {s.iterations[0], s.iterations[1]};
+  o.affine.iterations = {s.affine_iterations[0], s.affine_iterations[1]};
+  o.deformable.seed = s.seed;
+  o.device = s.device;
+  o.refine = s.refine;
+  if (!s.model.empty()) {
+    o.model_file = resolve_model_name(s.model);
+    o.model = std::make_shared<registration::Model>(registration::load_model(o.model_file));
+  }
+  return o;
+}
+
+void check_invertible(const PairOptions& o) {
+  if (o.model && !o.model->info.network.diffeomorphic) {
+    throw io::IoError(o.model_file + ": this model's network is not diffeomorphic (its fields are not velocities), so it has "
+                      "no inverse of its own; register without the inverse field, or with a diffeomorphic model");
+  }
+}
 
 std::vector<int64_t> deformable_levels(const PairOptions& o) {
   if (o.stages == Stages::AffineOnly) return {};
@@ -21,13 +50,7 @@ std::vector<int64_t> deformable_levels(const PairOptions& o) {
 }
 
 PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions& o, StageTimes* times) {
-  if (o.device != "cpu" && o.device != "cuda") {
-    throw std::invalid_argument("device must be cpu or cuda, got '" + o.device + "'");
-  }
-  if (o.device == "cuda" && !ops::cuda_available()) {
-    throw std::runtime_error("--device cuda: " + ops::cuda_unavailable_reason());
-  }
-  const at::Device device(o.device == "cuda" ? at::kCUDA : at::kCPU);
+  const at::Device device = ops::parse_device(o.device);
   PairResult r;
   const auto lap = [times](const char* stage) {
     if (times) times->lap(stage);

@@ -4,16 +4,16 @@
 
 #include <string>
 
-#include "register_run.h"
+#include "autoreg/pipeline/register_job.h"
 
-namespace autoreg::apps {
+namespace autoreg::pipeline {
 
 // What a run over a pairs file does beside each pair's settings.
 struct BatchOptions {
   std::string pairs_csv, out_dir;
   bool resume = false;         // skip the pairs that are complete
   bool inverse = false;        // each pair's inverse field too
-  std::string shard;           // "K/N": only that shard's pairs (register_shards.h); "" = a job array's index, if any
+  std::string shard;           // "K/N": only that shard's pairs (pipeline/src/register_shards.h); "" = a job array's index, if any
   bool merge = false;          // join the shards' summaries into the run's instead of registering
   bool allow_missing = false;  // with merge: list pairs in no shard's summary as missing instead of refusing
 };
@@ -27,7 +27,14 @@ struct BatchOptions {
 // summary.json / index.html for the run. A pair that fails is reported and skipped. With
 // `resume`, complete pairs are not registered again. A shard registers its pairs only
 // and writes summary.shard-K-of-N.{csv,json} instead; `merge` writes the run's summary
-// from those. Returns the exit code: 0, or kSomePairsFailed.
-int run_pairs(RegisterParams base, const BatchOptions& batch);
+// from those. Progress and the closing line go to stderr and stdout.
+struct PairsOutcome {
+  size_t pairs = 0;         // in the run (a shard's: in the shard)
+  int failed = 0;           // failed and skipped
+  int missing = 0;          // with merge and allow_missing: in no shard's summary
+  std::string summary_csv;  // the summary that lists them
+  bool ok() const { return failed + missing == 0; }
+};
+PairsOutcome run_pairs(RegisterJob base, const BatchOptions& batch);
 
-}  // namespace autoreg::apps
+}  // namespace autoreg::pipeline

@@ -12,21 +12,12 @@
 #include <functional>
 #include <string>
 
+#include "autoreg/pipeline/registration_settings.h"
+
 namespace autoreg::pipeline {
 
-// The options of `autoreg register`, with its defaults.
-struct ImageRegistrationSettings {
-  std::string model;                          // .autoreg file, "default", or "" (instance optimisation)
-  std::string device = "cpu";                 // "cpu" or "cuda"
-  bool affine = true;                         // false: already aligned (--no-affine)
-  bool deformable = true;                     // false: affine only (--affine-only)
-  std::string similarity = "ncc";             // "ncc", "mse" or "mind"
-  double regularization = 1.0;                // λ of instance optimisation
-  std::array<unsigned, 2> iterations{70, 20};          // instance optimisation, 1/4 and 1/2 resolution
-  std::array<unsigned, 2> affine_iterations{150, 100};  // affine, 4 mm and 2 mm
-  unsigned refine = 0;                        // with a model: instance optimisation steps after it
-  uint64_t seed = 0;
-};
+// The settings of `autoreg register` (registration_settings.h), by their older name.
+using ImageRegistrationSettings = RegistrationSettings;
 
 using FloatImage3 = itk::Image<float, 3>;
 // LPS millimetres on the fixed grid: the field of itk::DisplacementFieldTransform<double, 3>.
@@ -36,7 +27,7 @@ using PhysicalField3 = itk::Image<itk::Vector<double, 3>, 3>;
 // returns the displacement field d on the fixed grid: a fixed point x maps to the moving
 // point x + d(x) (affine and deformable parts together). `progress` (optional) is called
 // with the fraction of the work done, from 0 to 1; an exception it throws stops the
-// registration and propagates. Throws std::invalid_argument for inconsistent settings,
+// registration and propagates. Throws SettingsError (base::UsageError) for inconsistent settings,
 // std::runtime_error (with the file's name) for an unreadable model.
 PhysicalField3::Pointer register_images(const FloatImage3* fixed, const FloatImage3* moving,
                                         const ImageRegistrationSettings& settings = {},

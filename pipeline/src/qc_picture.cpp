@@ -1,4 +1,4 @@
-#include "qc_picture.h"
+#include "autoreg/pipeline/qc_picture.h"
 
 #include <ATen/ATen.h>
 
@@ -8,7 +8,7 @@
 #include "autoreg/ops.h"
 #include "autoreg/qc/picture.h"
 
-namespace autoreg::apps {
+namespace autoreg::pipeline {
 namespace {
 
 qc::VolumeView view(const at::Tensor& t) {
@@ -51,4 +51,4 @@ void write_qc_picture(const std::string& path, const QcVolumes& v) {
   qc::write_picture(path, in);
 }
 
-}  // namespace autoreg::apps
+}  // namespace autoreg::pipeline

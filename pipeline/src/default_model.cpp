@@ -11,7 +11,7 @@ namespace fs = std::filesystem;
 
 std::string default_model_path() {
   if (const char* env = std::getenv("AUTOREG_DEFAULT_MODEL"); env && *env) return env;
-  // This library's file, e.g. <prefix>/lib/libautoreg_itk.so; its data folder is
+  // This library's file, e.g. <prefix>/lib/libautoreg_pipeline.so; its data folder is
   // AUTOREG_LIB_TO_DATA (relative, set by CMake from the install layout) beside it.
   Dl_info info{};
   fs::path installed;

@@ -1,4 +1,4 @@
-// `autoreg register --pairs` across machines: which shard of the pairs one process
+// Internal to the pipeline (register_pairs.cpp): `autoreg register --pairs` across machines: which shard of the pairs one process
 // registers (--shard K/N, or a job array's index), and joining the shards' summaries.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace autoreg::apps {
+namespace autoreg::pipeline::detail {
 
 // Shard `index` (0-based) of `count` registers the pairs whose 0-based row i has
 // i % count == index.
@@ -26,7 +26,7 @@ struct Shard {
 // SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN of SLURM_ARRAY_TASK_COUNT, or a Kubernetes
 // indexed Job's JOB_COMPLETION_INDEX of AUTOREG_SHARD_COUNT; nullopt when neither is
 // there. A malformed or out-of-range value, or an index without its count, is a
-// UsageError naming it.
+// base::UsageError naming it.
 std::optional<Shard> choose_shard(const std::string& option);
 
 // The shards' summaries in `out_dir` (summary.shard-K-of-N.json) joined: {"pairs": one row
@@ -38,4 +38,4 @@ std::optional<Shard> choose_shard(const std::string& option);
 nlohmann::json merge_shard_summaries(const std::string& out_dir, const std::vector<std::string>& pairs,
                                      bool allow_missing);
 
-}  // namespace autoreg::apps
+}  // namespace autoreg::pipeline::detail

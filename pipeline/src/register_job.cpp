@@ -1,4 +1,4 @@
-#include "register_run.h"
+#include "autoreg/pipeline/register_job.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -15,10 +15,10 @@
 #include "autoreg/io/mapped.h"
 #include "autoreg/io/transform.h"
 #include "autoreg/registration/metrics.h"
-#include "options.h"
-#include "qc_picture.h"
+#include "autoreg/pipeline/output_files.h"
+#include "autoreg/pipeline/qc_picture.h"
 
-namespace autoreg::apps {
+namespace autoreg::pipeline {
 namespace {
 
 std::string describe(const io::Geometry& g) {
@@ -31,7 +31,7 @@ std::string describe(const io::Geometry& g) {
 
 // The moving label map on its image's grid: as it is when it is on that grid; otherwise
 // an error, or with --force a nearest-neighbour resampling (with a warning).
-io::Volume moving_labels_on_grid(const RegisterParams& p, const io::Geometry& image_grid) {
+io::Volume moving_labels_on_grid(const RegisterJob& p, const io::Geometry& image_grid) {
   io::Volume labels = io::read_volume(p.moving_labels, io::PixelKind::Labels);
   if (io::same_grid(labels.geometry, image_grid)) return labels;
   const std::string what = p.moving_labels + ": not on the grid of its image " + p.moving + " (" +
@@ -44,7 +44,7 @@ io::Volume moving_labels_on_grid(const RegisterParams& p, const io::Geometry& im
 // A warning when the two volumes' physical extents differ by more than 2× along an
 // axis (sorted, so that orientation does not matter): a wrong header spacing, or not
 // the same anatomy.
-void warn_on_extents(const RegisterParams& p, const io::Geometry& f, const io::Geometry& m) {
+void warn_on_extents(const RegisterJob& p, const io::Geometry& f, const io::Geometry& m) {
   std::array<double, 3> ef{}, em{};
   for (int a = 0; a < 3; ++a) {
     ef[a] = double(f.size[a]) * f.spacing[a];
@@ -85,10 +85,10 @@ class Outputs {
 };
 
 // How the pair was registered, for captions.
-std::string method_name(const RegisterParams& p) {
-  if (p.options.stages == pipeline::Stages::AffineOnly) return "affine only";
-  if (!p.model.empty()) {
-    return "model " + file_stem(p.model) + (p.options.refine > 0 ? " + " + std::to_string(p.options.refine) + " refine steps" : "");
+std::string method_name(const RegisterJob& p) {
+  if (p.options.stages == Stages::AffineOnly) return "affine only";
+  if (p.options.model) {
+    return "model " + file_stem(p.options.model_file) + (p.options.refine > 0 ? " + " + std::to_string(p.options.refine) + " refine steps" : "");
   }
   return "instance optimisation";
 }
@@ -108,7 +108,7 @@ std::pair<double, double> median_and_p95(const at::Tensor& error, const at::Tens
 // fixed image's brain (its labels > 0 when given, else voxels above 10 % of its robust
 // range), and with both label maps the fixed labels carried onto the moving grid by the
 // inverse, scored against the moving labels.
-nlohmann::json inverse_summary(const PairInputs& in, const pipeline::PairResult& r, const at::Tensor& warped) {
+nlohmann::json inverse_summary(const PairInputs& in, const PairResult& r, const at::Tensor& warped) {
   const at::Tensor error = io::round_trip_error_mm(in.fixed.geometry, r.displacement, in.moving.geometry, r.inverse);
   // (the fixed voxels were handed to the registration: without labels, the mask is the
   // warped moving image's foreground on the fixed grid)
@@ -132,7 +132,7 @@ nlohmann::json inverse_summary(const PairInputs& in, const pipeline::PairResult&
 
 }  // namespace
 
-PairInputs read_pair_inputs(const RegisterParams& p) {
+PairInputs read_pair_inputs(const RegisterJob& p) {
   PairInputs in;
   in.fixed = io::read_volume(p.fixed);
   in.moving = io::read_volume(p.moving);
@@ -156,7 +156,7 @@ PairInputs read_pair_inputs(const RegisterParams& p) {
   return in;
 }
 
-nlohmann::json register_inputs(RegisterParams p, PairInputs in, pipeline::StageTimes& times) {
+nlohmann::json register_inputs(RegisterJob p, PairInputs in, StageTimes& times) {
   const bool tty = ::isatty(fileno(stderr));
   auto progress = [tty](const char* stage, const std::vector<int64_t>& iterations) {
     return [tty, stage, iterations](int level, int64_t it, double loss) {
@@ -170,13 +170,13 @@ nlohmann::json register_inputs(RegisterParams p, PairInputs in, pipeline::StageT
   };
   p.options.affine.progress = progress("affine", p.options.affine.iterations);
   p.options.deformable.progress =
-      progress(p.options.model ? "refine" : "deformable", pipeline::deformable_levels(p.options));
+      progress(p.options.model ? "refine" : "deformable", deformable_levels(p.options));
   // The fixed voxels are handed over (only its grid is needed after); the moving ones are
   // kept for the warped output.
   p.options.inverse = !p.out_inverse_field.empty();
   const at::Tensor fixed_voxels = p.qc.empty() ? at::Tensor() : in.fixed.data;  // kept for the picture
-  const pipeline::PairResult r =
-      pipeline::register_pair({std::move(in.fixed.data), in.fixed.geometry}, in.moving, p.options, &times);
+  const PairResult r =
+      register_pair({std::move(in.fixed.data), in.fixed.geometry}, in.moving, p.options, &times);
 
   c10::AutoGradMode no_grad(false);
   const io::Volume warped{io::sample_mapped(in.moving, in.fixed.geometry, at::Tensor(), r.displacement), in.fixed.geometry};
@@ -239,15 +239,25 @@ nlohmann::json register_inputs(RegisterParams p, PairInputs in, pipeline::StageT
           {"seconds", seconds},
           {"stage_seconds", stages},
           {"stage_peak_memory_mib", stage_peaks},
-          {"peak_memory_mib", pipeline::peak_resident_mib()},
+          {"peak_memory_mib", peak_resident_mib()},
           {"threads", at::get_num_threads()},
           {"device", p.options.device},
-          {"model", p.model},
+          {"model", p.options.model_file},
           {"non_positive_jacobian_percent", j.non_positive_percent},
           {"log_jacobian_std", j.log_std},
           {"dice", std::isfinite(dice) ? nlohmann::json(dice) : nlohmann::json()},
           {"inverse", inverse}};
 }
 
+nlohmann::json register_files(const RegisterJob& job, StageTimes& times) {
+  for (const std::string* out : {&job.out_warped, &job.out_field, &job.out_labels, &job.out_affine,
+                                 &job.out_inverse_field, &job.qc}) {
+    if (!out->empty()) io::check_output(*out);
+  }
+  if (!job.out_inverse_field.empty()) check_invertible(job.options);
+  PairInputs in = read_pair_inputs(job);
+  times.lap("read");
+  return register_inputs(job, std::move(in), times);
+}
 
-}  // namespace autoreg::apps
+}  // namespace autoreg::pipeline

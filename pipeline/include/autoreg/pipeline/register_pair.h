@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "autoreg/io/volume.h"
+#include "autoreg/pipeline/registration_settings.h"
 #include "autoreg/registration/affine.h"
 #include "autoreg/registration/instance.h"
 #include "autoreg/registration/model_file.h"
@@ -33,6 +34,7 @@ struct PairOptions {
   // A trained model: its network predicts the deformable part (on its model frame,
   // pipeline/frame.h) instead of instance optimisation. Null: instance optimisation.
   std::shared_ptr<registration::Model> model;
+  std::string model_file;  // where `model` was read from (resolved: never "default")
   // With a model: iterations of instance optimisation (at 1/2 resolution, the options of
   // `deformable`) that refine the network's field. 0: the network's field as it is.
   int64_t refine = 0;
@@ -47,6 +49,16 @@ struct PairOptions {
   // the integration's error), then the affine inverted.
   bool inverse = false;
 };
+
+// The options that `settings` ask for (validated: SettingsError), with the model (its
+// name resolved, "default" included: NoDefaultModel) read once (io::IoError or
+// registration::ModelFileError for a file that is not one).
+PairOptions pair_options(const RegistrationSettings& settings);
+
+// An inverse map needs a model whose fields are velocities: for a model that is not
+// diffeomorphic, an io::IoError naming its file (bad input), before any work. Nothing
+// without a model.
+void check_invertible(const PairOptions& options);
 
 // The Adam steps per level the deformable stage's optimiser runs with these options:
 // instance optimisation's iterations, or with a model the refinement's {0, refine} (1/2

@@ -1,4 +1,4 @@
-#include "register_batch.h"
+#include "autoreg/pipeline/register_pairs.h"
 
 #include <ATen/ATen.h>
 
@@ -13,24 +13,26 @@
 #include "autoreg/io/manifest.h"
 #include "autoreg/qc/picture.h"
 #include "autoreg/registration/model_file.h"
-#include "exit_codes.h"
-#include "options.h"
+#include "autoreg/pipeline/output_files.h"
 #include "register_shards.h"
-#include "text_file.h"
 
-namespace autoreg::apps {
+namespace autoreg::pipeline {
 namespace {
+
+using detail::choose_shard;
+using detail::merge_shard_summaries;
+using detail::Shard;
 
 namespace fs = std::filesystem;
 
 struct Pair {
-  RegisterParams params;
+  RegisterJob params;
   std::string name;    // <moving>_to_<fixed>, unique in the run
   std::string report;  // its summary, written last
   int line = 0;
 };
 
-std::vector<Pair> read_pairs(const RegisterParams& base, const std::string& csv, const std::string& dir,
+std::vector<Pair> read_pairs(const RegisterJob& base, const std::string& csv, const std::string& dir,
                              bool inverse) {
   enum { kFixed, kMoving, kMovingLabels, kFixedLabels };
   const std::vector<io::CsvRow> rows =
@@ -41,7 +43,7 @@ std::vector<Pair> read_pairs(const RegisterParams& base, const std::string& csv,
   for (const io::CsvRow& row : rows) {
     Pair pair;
     pair.line = row.line;
-    RegisterParams& p = pair.params;
+    RegisterJob& p = pair.params;
     p = base;
     p.fixed = io::path_beside(csv, row.fields[kFixed]);
     p.moving = io::path_beside(csv, row.fields[kMoving]);
@@ -150,17 +152,18 @@ void write_summary(const std::string& out_dir, const std::string& stem, const nl
   if (index) write_index((fs::path(out_dir) / "index.html").string(), summary["pairs"], pairs_csv);
 }
 
-int exit_code(int failed, int missing, size_t n, const std::string& csv) {
-  if (failed + missing == 0) return kOk;
-  const std::string and_missing = missing ? ", " + std::to_string(missing) + " missing" : "";
-  std::fprintf(stderr, "autoreg register: %d of %zu pairs failed%s (listed in %s)\n", failed, n, and_missing.c_str(),
-               csv.c_str());
-  return kSomePairsFailed;
+PairsOutcome outcome(int failed, int missing, size_t n, const std::string& csv) {
+  PairsOutcome o;
+  o.pairs = n;
+  o.failed = failed;
+  o.missing = missing;
+  o.summary_csv = csv;
+  return o;
 }
 
 // The run's summary from its shards' (register_shards.h).
-int merge(const BatchOptions& b) {
-  const std::vector<Pair> pairs = read_pairs(RegisterParams{}, b.pairs_csv, b.out_dir, false);
+PairsOutcome merge(const BatchOptions& b) {
+  const std::vector<Pair> pairs = read_pairs(RegisterJob{}, b.pairs_csv, b.out_dir, false);
   std::vector<std::string> names;
   for (const Pair& pair : pairs) names.push_back(pair.name);
   nlohmann::json summary = merge_shard_summaries(b.out_dir, names, b.allow_missing);
@@ -180,12 +183,12 @@ int merge(const BatchOptions& b) {
   std::printf("merged %zu shard summaries: %d of %zu pairs registered (%d done before), %d failed, %d missing; "
               "summary in %s\n", summary["shards"].size(), count["done"] + count["done before (--resume)"], pairs.size(),
               count["done before (--resume)"], count["failed"], count["missing"], csv.c_str());
-  return exit_code(count["failed"], count["missing"], pairs.size(), csv);
+  return outcome(count["failed"], count["missing"], pairs.size(), csv);
 }
 
 }  // namespace
 
-int run_pairs(RegisterParams base, const BatchOptions& b) {
+PairsOutcome run_pairs(RegisterJob base, const BatchOptions& b) {
   if (b.merge) return merge(b);
   const auto start = std::chrono::steady_clock::now();
   const std::optional<Shard> shard = choose_shard(b.shard);
@@ -200,9 +203,8 @@ int run_pairs(RegisterParams base, const BatchOptions& b) {
     pairs = std::move(mine);
   }
   make_output_folder("--out-dir", b.out_dir);
-  if (!base.model.empty()) base.options.model = std::make_shared<registration::Model>(registration::load_model(base.model));
-  if (base.options.model && b.inverse) check_invertible(*base.options.model, base.model);
-  for (auto& pair : pairs) pair.params.options.model = base.options.model;
+  // Every pair shares base's model, read once (pair_options).
+  if (b.inverse) check_invertible(base.options);
 
   const size_t n = pairs.size();
   std::vector<bool> skip(n);
@@ -212,7 +214,7 @@ int run_pairs(RegisterParams base, const BatchOptions& b) {
     PairInputs inputs;
     double seconds = 0;
   };
-  const auto read = [](const RegisterParams& p) {
+  const auto read = [](const RegisterJob& p) {
     const auto t = std::chrono::steady_clock::now();
     Read r{read_pair_inputs(p), 0};
     r.seconds = since(t);
@@ -239,7 +241,7 @@ int run_pairs(RegisterParams base, const BatchOptions& b) {
       ++skipped;
       std::fprintf(stderr, "%s: complete, skipped (--resume)\n", label.c_str());
     } else {
-      pipeline::StageTimes times;
+      StageTimes times;
       try {
         Read r = ahead.get();
         ahead_index = next_to_read(i + 1);
@@ -277,7 +279,7 @@ int run_pairs(RegisterParams base, const BatchOptions& b) {
   }
   nlohmann::json summary = {{"pairs", rows},         {"done", done},   {"skipped", skipped},
                             {"failed", failed},      {"seconds", since(start)},
-                            {"peak_memory_mib", pipeline::peak_resident_mib()}};
+                            {"peak_memory_mib", peak_resident_mib()}};
   // A shard's summary beside the others', for --merge; the run's page comes with the merge.
   if (shard) summary["shard"] = {{"index", shard->index + 1}, {"count", shard->count}, {"from", shard->source}};
   const std::string stem = shard ? shard->summary_stem() : "summary";
@@ -286,7 +288,7 @@ int run_pairs(RegisterParams base, const BatchOptions& b) {
   std::printf("%d of %zu pairs registered in %.1f s (%d done before), %d failed; summary in %s\n", done, n,
               since(start), skipped, failed, csv.c_str());
   if (shard) std::printf("with every shard done, --merge writes the run's summary.csv, summary.json and index.html\n");
-  return exit_code(failed, 0, n, csv);
+  return outcome(failed, 0, n, csv);
 }
 
-}  // namespace autoreg::apps
+}  // namespace autoreg::pipeline

@@ -9,9 +9,9 @@
 #include <tuple>
 
 #include "autoreg/io/volume.h"
-#include "exit_codes.h"
+#include "autoreg/base/errors.h"
 
-namespace autoreg::apps {
+namespace autoreg::pipeline::detail {
 namespace {
 
 namespace fs = std::filesystem;
@@ -32,13 +32,13 @@ const char* env(const char* name) {
 int env_number(const char* name) {
   const std::string value = env(name);
   const std::optional<int> n = whole_number(value);
-  if (!n) throw UsageError(std::string(name) + "=" + value + " is not a whole number");
+  if (!n) throw base::UsageError(std::string(name) + "=" + value + " is not a whole number");
   return *n;
 }
 
 Shard checked(int index, int count, const std::string& source) {
   if (count < 1 || index < 0 || index >= count) {
-    throw UsageError(source + ": shard index " + std::to_string(index) + " is not in 0.." + std::to_string(count - 1) +
+    throw base::UsageError(source + ": shard index " + std::to_string(index) + " is not in 0.." + std::to_string(count - 1) +
                      " (a job array needs consecutive indices, e.g. --array=0-7; or give --shard K/N)");
   }
   return Shard{index, count, source};
@@ -62,15 +62,15 @@ std::optional<Shard> choose_shard(const std::string& option) {
     const size_t slash = option.find('/');
     const std::optional<int> k = whole_number(option.substr(0, slash));
     const std::optional<int> n = slash == std::string::npos ? std::nullopt : whole_number(option.substr(slash + 1));
-    if (!k || !n) throw UsageError("--shard " + option + ": give K/N, e.g. 2/8 for the second of 8 shards");
-    if (*n < 1 || *k < 1 || *k > *n) throw UsageError("--shard " + option + ": K/N needs 1 <= K <= N");
+    if (!k || !n) throw base::UsageError("--shard " + option + ": give K/N, e.g. 2/8 for the second of 8 shards");
+    if (*n < 1 || *k < 1 || *k > *n) throw base::UsageError("--shard " + option + ": K/N needs 1 <= K <= N");
     return Shard{*k - 1, *n, "--shard"};
   }
   // Slurm counts the array's tasks from SLURM_ARRAY_TASK_MIN (--array=1-8 starts at 1).
   if (const char* id = env("SLURM_ARRAY_TASK_ID")) {
     const char* count = env("SLURM_ARRAY_TASK_COUNT");
     const char* min = env("SLURM_ARRAY_TASK_MIN");
-    if (!count) throw UsageError(std::string("SLURM_ARRAY_TASK_ID=") + id + " is set but SLURM_ARRAY_TASK_COUNT is not; give --shard K/N");
+    if (!count) throw base::UsageError(std::string("SLURM_ARRAY_TASK_ID=") + id + " is set but SLURM_ARRAY_TASK_COUNT is not; give --shard K/N");
     const std::string source = std::string("SLURM_ARRAY_TASK_ID=") + id + " (" +
                                (min ? std::string("SLURM_ARRAY_TASK_MIN=") + min + ", " : "") +
                                "SLURM_ARRAY_TASK_COUNT=" + count + ")";
@@ -81,7 +81,7 @@ std::optional<Shard> choose_shard(const std::string& option) {
   if (const char* index = env("JOB_COMPLETION_INDEX")) {
     const char* count = env("AUTOREG_SHARD_COUNT");
     if (!count) {
-      throw UsageError(std::string("JOB_COMPLETION_INDEX=") + index + " (a Kubernetes indexed Job) is set but "
+      throw base::UsageError(std::string("JOB_COMPLETION_INDEX=") + index + " (a Kubernetes indexed Job) is set but "
                        "AUTOREG_SHARD_COUNT is not: set it to the Job's completions, or give --shard K/N");
     }
     return checked(env_number("JOB_COMPLETION_INDEX"), env_number("AUTOREG_SHARD_COUNT"),
@@ -153,4 +153,4 @@ nlohmann::json merge_shard_summaries(const std::string& out_dir, const std::vect
   return merged;
 }
 
-}  // namespace autoreg::apps
+}  // namespace autoreg::pipeline::detail

@@ -8,7 +8,7 @@
 
 #include "autoreg/io/volume.h"
 
-namespace autoreg::apps {
+namespace autoreg::pipeline {
 
 struct QcVolumes {
   at::Tensor fixed;         // 1×1×D×H×W float32 on `grid`
@@ -22,4 +22,4 @@ struct QcVolumes {
 // Writes the picture (atomically). Throws std::runtime_error naming `path`.
 void write_qc_picture(const std::string& path, const QcVolumes& v);
 
-}  // namespace autoreg::apps
+}  // namespace autoreg::pipeline

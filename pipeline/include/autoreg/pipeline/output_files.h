@@ -1,0 +1,47 @@
+// What the jobs' file outputs share: small text outputs (summaries, genotypes, reports,
+// manifests) written atomically, output folders, and outputs named after their inputs.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "autoreg/base/atomic_file.h"
+#include "autoreg/io/volume.h"
+
+namespace autoreg::pipeline {
+
+// Writes `text` to `path` through a temporary file renamed into place (base/); an
+// output that cannot be written is an IoError naming it (bad input: exit 2).
+inline void write_text_atomically(const std::string& path, const std::string& text) {
+  try {
+    base::write_file_atomically(path, text);
+  } catch (const base::WriteError& e) {
+    throw io::IoError(e.what());
+  }
+}
+
+// A folder for outputs, made when missing; a file at its path is refused (IoError naming
+// `option`).
+inline void make_output_folder(const std::string& option, const std::string& dir) {
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec) && !std::filesystem::is_directory(dir, ec)) {
+    throw io::IoError(dir + ": " + option + " is a file, not a folder");
+  }
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw io::IoError(dir + ": cannot create the folder (" + ec.message() + ")");
+}
+
+// A volume file's name without its folder and extension: "a/oasis01_t1.nii.gz" →
+// "oasis01_t1" (names outputs after inputs).
+inline std::string file_stem(const std::string& path) {
+  std::string name = path.substr(path.find_last_of('/') + 1);
+  for (const std::string ext : {".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".nhdr"}) {
+    if (name.size() > ext.size() && name.compare(name.size() - ext.size(), ext.size(), ext) == 0) {
+      return name.substr(0, name.size() - ext.size());
+    }
+  }
+  const size_t dot = name.find_last_of('.');
+  return dot == std::string::npos || dot == 0 ? name : name.substr(0, dot);
+}
+
+}  // namespace autoreg::pipeline

@@ -1,0 +1,49 @@
+// One pair's registration from files to files: what `autoreg register` runs, and any
+// program that registers files the same way. Reads the inputs (orientation overrides,
+// label maps checked against their images' grids), registers (register_pair.h), warps,
+// writes every output (all of them or, on a failure, none) and returns the summary
+// `autoreg register --json` prints. Many pairs: register_pairs.h.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "autoreg/io/volume.h"
+#include "autoreg/pipeline/register_pair.h"
+
+namespace autoreg::pipeline {
+
+struct RegisterJob {
+  std::string fixed, moving;      // the images
+  std::string moving_labels;      // optional: warped to out_labels
+  std::string fixed_labels;       // optional: the warped labels' Dice against it in the summary
+  std::string out_warped, out_field;  // the moving image on the fixed grid; the displacement field (LPS mm)
+  std::string out_labels;         // with moving_labels
+  std::string out_affine;         // optional: the affine alone (ITK transform file)
+  std::string out_inverse_field;  // optional: the map back, on the moving grid (sets options.inverse)
+  std::string qc;                 // optional: the QC picture (PNG)
+  PairOptions options;            // pair_options(settings): the model, read once
+  std::string fixed_orientation, moving_orientation;  // header overrides ("" = trust it)
+  bool force = false;             // resample a label map that is not on its image's grid
+};
+
+// The pair's volumes as read: orientation overrides applied, the moving label map on its
+// image's grid (or resampled with `force`), the fixed label map on the fixed grid.
+struct PairInputs {
+  io::Volume fixed, moving, moving_labels, fixed_labels;
+};
+PairInputs read_pair_inputs(const RegisterJob& job);
+
+// Registers the pair read, warps, writes the outputs (all of them or, on a failure,
+// none) and returns the summary: stage times (`times` holds the reading already) and
+// peak memory, folding, and the mean Dice over the fixed labels when both label maps are
+// given. Progress lines go to stderr when it is a terminal.
+nlohmann::json register_inputs(RegisterJob job, PairInputs in, StageTimes& times);
+
+// The whole job: the outputs checked writable, the inverse checked possible, the inputs
+// read (the "read" stage of `times`), then register_inputs. Throws io::IoError naming
+// the file for bad input.
+nlohmann::json register_files(const RegisterJob& job, StageTimes& times);
+
+}  // namespace autoreg::pipeline

@@ -1,0 +1,40 @@
+// How a pair is registered: the settings that `autoreg register`, `autoreg segment` (for
+// each atlas) and itk::AutoRegImageRegistrationFilter share, with their defaults, checked
+// in one place (validate) and turned into the pipeline's options in one place
+// (pair_options, register_pair.h). No LibTorch types: code that uses the ITK filter
+// compiles against ITK alone.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "autoreg/base/errors.h"
+
+namespace autoreg::pipeline {
+
+// Settings that contradict each other or are out of range: a usage error (exit 1 on the
+// command line) whose message names the command-line option (the ITK filter's setters
+// carry the same names).
+using SettingsError = base::UsageError;
+
+struct RegistrationSettings {
+  std::string model;               // --model: an .autoreg file, "default" (the shipped model), or "" (instance optimisation)
+  std::string device = "cpu";      // --device: cpu or cuda
+  bool affine = true;              // false: the images are aligned already (--no-affine)
+  bool deformable = true;          // false: the affine alone (--affine-only)
+  std::string similarity = "ncc";  // --similarity: ncc, mse or mind (MIND-SSC, for different modalities)
+  double regularization = 1.0;     // --regularization: weight of instance optimisation's smoothness term
+  std::array<unsigned, 2> iterations{70, 20};           // --iterations: instance optimisation's Adam steps at 1/4 and 1/2 resolution
+  std::array<unsigned, 2> affine_iterations{150, 100};  // --affine-iterations: the affine's Adam steps at 4 mm and 2 mm
+  unsigned refine = 0;             // --refine: with a model, instance optimisation steps refining its field
+  uint64_t seed = 0;               // --seed
+};
+
+// Throws SettingsError for settings that contradict each other or are out of range.
+void validate(const RegistrationSettings& settings);
+
+// A pair of counts as the command line writes it: {70, 20} → "70,20".
+std::string counts_text(const std::array<unsigned, 2>& counts);
+
+}  // namespace autoreg::pipeline

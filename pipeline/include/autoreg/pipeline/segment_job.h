@@ -1,0 +1,30 @@
+// Multi-atlas segmentation from files to files: what `autoreg segment` runs. The atlases
+// of a manifest registered onto the target and fused (segment.h); the fused label map,
+// optionally each label's probability, every atlas on the target's grid, the QC picture;
+// the summary `autoreg segment --json` prints.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+
+#include "autoreg/pipeline/segment.h"
+
+namespace autoreg::pipeline {
+
+struct SegmentJob {
+  std::string atlases;            // CSV manifest: columns image,labels (paths relative to it)
+  std::string target;             // the image to segment
+  std::string out;                // the fused label map (target's grid)
+  std::string out_probabilities;  // optional folder: label_<value>.nii.gz, each label's fused probability
+  std::string out_warped_dir;     // optional folder: every atlas on the target's grid, with an atlases.csv
+  std::string target_labels;      // optional: the target's own labels, for Dice in the summary
+  std::string qc;                 // optional: the QC picture (PNG)
+  SegmentOptions options;         // options.pair from pair_options(settings): the model, read once
+};
+
+// Throws io::IoError naming the file for bad input (an atlas row without both files, an
+// unreadable volume, label maps off their grids), before any registration where it can.
+nlohmann::json segment_files(SegmentJob job);
+
+}  // namespace autoreg::pipeline

@@ -1,0 +1,24 @@
+#include "autoreg/pipeline/registration_settings.h"
+
+namespace autoreg::pipeline {
+
+void validate(const RegistrationSettings& s) {
+  if (s.similarity != "ncc" && s.similarity != "mse" && s.similarity != "mind") {
+    throw SettingsError("--similarity must be ncc, mse or mind, got '" + s.similarity + "'");
+  }
+  if (s.device != "cpu" && s.device != "cuda") throw SettingsError("--device must be cpu or cuda, got '" + s.device + "'");
+  if (!s.affine && !s.deformable) {
+    throw SettingsError("--affine-only and --no-affine exclude each other (neither the affine nor the deformable stage is on)");
+  }
+  if (!(s.regularization >= 0)) throw SettingsError("--regularization must be >= 0");
+  if (!s.model.empty() && !s.deformable) {
+    throw SettingsError("--model and --affine-only exclude each other (the model is the deformable stage)");
+  }
+  if (s.refine > 0 && s.model.empty()) throw SettingsError("--refine needs --model (refinement iterations need a model to refine)");
+}
+
+std::string counts_text(const std::array<unsigned, 2>& counts) {
+  return std::to_string(counts[0]) + "," + std::to_string(counts[1]);
+}
+
+}  // namespace autoreg::pipeline

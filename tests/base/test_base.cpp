@@ -1,0 +1,146 @@
+// The base room: outputs written atomically, the clean-up of a killed writer's
+// temporaries, HTML escaping.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+
+#include "autoreg/base/atomic_file.h"
+#include "autoreg/base/html.h"
+
+namespace fs = std::filesystem;
+using namespace autoreg::base;
+
+namespace {
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+fs::path fresh_folder(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("autoreg_base_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+size_t entries(const fs::path& dir) {
+  return size_t(std::distance(fs::directory_iterator(dir), fs::directory_iterator()));
+}
+
+// A process id that is certainly gone: a child that has exited and been reaped.
+pid_t ended_pid() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ::waitpid(child, nullptr, 0);
+  return child;
+}
+
+// temporary_path's name with another process id in it.
+std::string temporary_of(const fs::path& dir, const std::string& name, pid_t pid) {
+  std::string tmp = fs::path(temporary_path((dir / name).string())).filename().string();
+  const std::string own = "-" + std::to_string(::getpid()) + "-";
+  tmp.replace(tmp.find(own), own.size(), "-" + std::to_string(pid) + "-");
+  return tmp;
+}
+
+}  // namespace
+
+TEST(AtomicFile, WritesTheWholeFileUnderItsName) {
+  const fs::path dir = fresh_folder("write");
+  write_file_atomically((dir / "a.txt").string(), "hello\n");
+  EXPECT_EQ(read(dir / "a.txt"), "hello\n");
+  write_file_atomically((dir / "a.txt").string(), "again\n");  // replaces
+  EXPECT_EQ(read(dir / "a.txt"), "again\n");
+  EXPECT_EQ(entries(dir), 1u);  // no temporary left
+  fs::remove_all(dir);
+}
+
+TEST(AtomicFile, AFailedWriteLeavesTheOldFileAndNoTemporary) {
+  const fs::path dir = fresh_folder("fail");
+  write_file_atomically((dir / "a.txt").string(), "old\n");
+  std::string seen;
+  EXPECT_THROW(write_atomically((dir / "a.txt").string(),
+                                [&](const std::string& tmp) {
+                                  seen = tmp;
+                                  std::ofstream(tmp) << "half";
+                                  throw std::invalid_argument("disk on fire");
+                                }),
+               std::invalid_argument);  // the writer's own exception, unchanged
+  EXPECT_EQ(read(dir / "a.txt"), "old\n");
+  EXPECT_FALSE(fs::exists(seen));
+  EXPECT_EQ(entries(dir), 1u);
+  // The temporary sits beside the output and ends in its name (writers choose the format
+  // by the extension).
+  EXPECT_EQ(fs::path(seen).parent_path(), dir);
+  EXPECT_EQ(seen.substr(seen.size() - 6), "-a.txt");
+  fs::remove_all(dir);
+}
+
+TEST(AtomicFile, AFolderWrittenAsATemporaryIsRemovedOnFailure) {
+  const fs::path dir = fresh_folder("folder");
+  EXPECT_THROW(write_atomically((dir / "pair.mhd").string(),
+                                [&](const std::string& tmp) {
+                                  fs::create_directory(tmp);
+                                  std::ofstream(fs::path(tmp) / "pair.raw") << "voxels";
+                                  throw std::runtime_error("stop");
+                                }),
+               std::runtime_error);
+  EXPECT_EQ(entries(dir), 0u);
+  fs::remove_all(dir);
+}
+
+TEST(AtomicFile, AnUnwritableFolderIsAWriteErrorNamingTheFile) {
+  const std::string path = "/nonexistent_autoreg_folder/a.txt";
+  try {
+    write_file_atomically(path, "x");
+    FAIL() << "no error";
+  } catch (const WriteError& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+}
+
+TEST(AtomicFile, TemporariesOfEndedProcessesAreRemovedOthersKept) {
+  const fs::path dir = fresh_folder("stale");
+  const std::string dead = temporary_of(dir, "field.nii.gz", ended_pid());
+  const std::string alive = temporary_of(dir, "warped.nii.gz", ::getppid());
+  const std::string other_host = ".autoreg-tmp-someotherhost-" + std::to_string(ended_pid()) + "-0-x.nii.gz";
+  std::ofstream(dir / dead) << "partial";
+  std::ofstream(dir / ".autoreg-notes") << "not a temporary";
+  std::ofstream(dir / alive) << "in progress";
+  std::ofstream(dir / other_host) << "another machine's";
+  std::ofstream(dir / "result.nii.gz") << "an output";
+  EXPECT_EQ(remove_stale_temporaries(dir.string()), 1);
+  EXPECT_FALSE(fs::exists(dir / dead));
+  EXPECT_TRUE(fs::exists(dir / alive));
+  EXPECT_TRUE(fs::exists(dir / other_host));
+  EXPECT_TRUE(fs::exists(dir / "result.nii.gz"));
+  EXPECT_TRUE(fs::exists(dir / ".autoreg-notes"));
+  fs::remove_all(dir);
+}
+
+TEST(AtomicFile, TheFirstWriteIntoAFolderCleansIt) {
+  const fs::path dir = fresh_folder("first");
+  const std::string dead = temporary_of(dir, "model.autoreg", ended_pid());
+  fs::create_directory(dir / dead);  // a killed .mhd writer's folder
+  std::ofstream(dir / dead / "x.raw") << "partial";
+  write_file_atomically((dir / "summary.json").string(), "{}\n");
+  EXPECT_FALSE(fs::exists(dir / dead));
+  EXPECT_TRUE(fs::exists(dir / "summary.json"));
+  fs::remove_all(dir);
+}
+
+TEST(Html, EscapesTheFiveMarkupCharacters) {
+  EXPECT_EQ(escape_html("a<b> & \"c\" 'd'"), "a&lt;b&gt; &amp; &quot;c&quot; &#39;d&#39;");
+  EXPECT_EQ(escape_html("plain text, é"), "plain text, é");
+  EXPECT_EQ(escape_html(""), "");
+}
