@@ -320,8 +320,15 @@ at::Tensor probability(const Fused& fused, const Atlases& atlases, int64_t label
   if (!fused.weights.defined()) throw std::invalid_argument("label probabilities need the fusion's weights (keep_weights)");
   at::Tensor p = at::zeros(fused.labels.sizes(), fused.weights.options());
   const std::vector<at::Tensor>& labels = fused.searched_labels.empty() ? atlases.labels : fused.searched_labels;
+  // Each atlas's weights where it votes for the label, 0 elsewhere, added in atlas order:
+  // in one scratch volume (a product with the label's mask made two volume-sized
+  // temporaries per atlas and label, each a fresh mapping of 40 MB at 256×256×160).
+  // The same sums: w·1 is w, and adding w·0 (±0) to a sum that is never −0 adds nothing.
+  at::Tensor term = at::empty_like(p);
   for (size_t a = 0; a < labels.size(); ++a) {
-    p += fused.weights[int64_t(a)] * labels[a].eq(label).to(at::kFloat);
+    term.copy_(fused.weights[int64_t(a)]);
+    term.masked_fill_(labels[a].ne(label), 0);
+    p.add_(term);
   }
   return p.clamp_(0, 1);
 }
