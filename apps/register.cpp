@@ -50,6 +50,7 @@ std::array<unsigned, 2> parse_levels(const std::string& option, const std::strin
   const std::vector<int64_t> out = parse_int_list(option, s);
   for (int64_t n : out) {
     if (n < 0) throw UsageError(option + ": counts must be >= 0");
+    if (n > 1000000) throw UsageError(option + ": " + std::to_string(n) + " steps is more than 1000000");
   }
   if (out.size() != 2) throw UsageError(option + ": give two counts, coarse level first");
   return {unsigned(out[0]), unsigned(out[1])};
@@ -158,6 +159,10 @@ int run_register(int argc, char** argv) {
   s.seed = seed.getValue();
   if (iterations.isSet() && !model.getValue().empty()) {
     throw UsageError("--iterations sets instance optimisation, which --model replaces (use --refine K)");
+  }
+  if (batch && merge.getValue()) {
+    s.model.clear();  // a merge registers nothing: no model to read
+    s.refine = 0;
   }
   // The model's reading counts in the "read" stage.
   pipeline::StageTimes times;

@@ -93,6 +93,7 @@ int run_segment(int argc, char** argv) {
   }
   const std::vector<int64_t> levels = parse_int_list("--iterations", iterations.getValue());
   if (levels.size() != 2 || levels[0] < 0 || levels[1] < 0) throw UsageError("--iterations: two counts >= 0, coarse level first");
+  if (levels[0] > 1000000 || levels[1] > 1000000) throw UsageError("--iterations: at most 1000000 steps a level");
   // Each atlas is registered as `register` does, with its defaults but these.
   pipeline::RegistrationSettings registration;
   registration.model = model.getValue();
@@ -101,7 +102,7 @@ int run_segment(int argc, char** argv) {
   registration.refine = unsigned(refine.getValue());
   o.pair = pair_options_of(registration);
   o.pair.inverse = inverse;
-    threads.apply();
+  threads.apply();
   const nlohmann::json summary = pipeline::segment_files(p);
   if (json.getValue()) {
     std::printf("%s\n", summary.dump(2).c_str());

@@ -22,6 +22,9 @@ data="${AUTOREG_TEST_DATA:-$root/../shared/data}/oasis_trt"
 [[ -x "$bin" ]] || { echo "same_outputs: no executable $bin (build first)" >&2; exit 2; }
 jobs=" ${JOBS:-io model segment train search} "
 [[ -f "$data/oasis06_t1.nii.gz" ]] || { echo "same_outputs: no OASIS-TRT data in $data" >&2; exit 2; }
+if [[ -e "$out" && ! -f "$out/times.txt" && -n "$(ls -A "$out")" ]]; then
+  echo "same_outputs: $out is not empty and not an earlier run's folder; refusing to clear it" >&2; exit 2
+fi
 [[ ${HASH_ONLY:-0} == 1 ]] && jobs=" " || rm -rf "$out"
 mkdir -p "$out"/{io,model,segment,train,search}
 export OMP_NUM_THREADS=2

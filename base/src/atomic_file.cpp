@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cctype>
+#include <chrono>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +19,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr std::string_view kPrefix = ".autoreg-tmp-";
+// A temporary untouched this long whose process has ended is a killed writer's.
+constexpr auto kStaleAfter = std::chrono::minutes(15);
 
 // This machine's name with everything but letters and digits dropped, so that the
 // temporaries' names split at '-' without doubt.
@@ -42,7 +45,7 @@ pid_t owner_of(const std::string& name) {
   if (rest.compare(0, host.size(), host) != 0 || rest.size() <= host.size() || rest[host.size()] != '-') return 0;
   size_t at = host.size() + 1, digits = 0;
   long pid = 0;
-  while (at < rest.size() && std::isdigit(static_cast<unsigned char>(rest[at])) && digits < 10) {
+  while (at < rest.size() && std::isdigit(static_cast<unsigned char>(rest[at])) && digits < 9) {
     pid = pid * 10 + (rest[at++] - '0');
     ++digits;
   }
@@ -77,9 +80,15 @@ std::string temporary_path(const std::string& path) {
 int remove_stale_temporaries(const std::string& folder) {
   int removed = 0;
   std::error_code ec;
+  const auto now = fs::file_time_type::clock::now();
   for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
     const pid_t pid = owner_of(it->path().filename().string());
     if (pid <= 0 || pid == ::getpid() || process_alive(pid)) continue;
+    // Also old: a process of another PID namespace on a host of the same name (containers
+    // sharing the host's network) looks ended from here while it writes.
+    std::error_code time_ec;
+    const auto written = fs::last_write_time(it->path(), time_ec);
+    if (time_ec || now - written < kStaleAfter) continue;
     std::error_code remove_ec;
     if (fs::remove_all(it->path(), remove_ec) > 0 && !remove_ec) ++removed;
   }

@@ -87,10 +87,12 @@ void write_atomically(const std::string& path,
                       const std::function<void(const std::string&)>& write) {
   check_output_path(path);
   const fs::path target(path);
-  // A .mhd header names its .raw data file, so that pair is written under its final
-  // names in a temporary folder (named as base's temporaries, so a killed writer's is
-  // cleaned up) and moved data first, header last.
-  const bool metaimage_pair = target.extension() == ".mhd";
+  // A header that names its data file (.mhd → .raw, .nhdr → .raw.gz, .hdr → .img) is
+  // written with its data under their final names in a temporary folder (named as base's
+  // temporaries, so a killed writer's is cleaned up) and moved data first, header last:
+  // written beside the output, the header would name a temporary's data file.
+  const std::string extension = target.extension().string();
+  const bool metaimage_pair = extension == ".mhd" || extension == ".nhdr" || extension == ".hdr";
   const fs::path tmp_dir = metaimage_pair ? fs::path(base::temporary_path(path)) : fs::path();
   std::error_code ec;
   try {

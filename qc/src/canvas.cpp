@@ -57,7 +57,7 @@ void Canvas::write_png(const std::string& path) const {
     try {
       writer->Update();
     } catch (const itk::ExceptionObject& e) {
-      throw std::runtime_error(path + ": cannot write the PNG (" + e.GetDescription() + ")");
+      throw base::WriteError(path + ": cannot write the PNG (" + e.GetDescription() + ")");
     }
   });
 }

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -52,6 +53,9 @@ std::string temporary_of(const fs::path& dir, const std::string& name, pid_t pid
   tmp.replace(tmp.find(own), own.size(), "-" + std::to_string(pid) + "-");
   return tmp;
 }
+
+// Last written an hour ago.
+void age(const fs::path& p) { fs::last_write_time(p, fs::file_time_type::clock::now() - std::chrono::hours(1)); }
 
 }  // namespace
 
@@ -112,15 +116,21 @@ TEST(AtomicFile, AnUnwritableFolderIsAWriteErrorNamingTheFile) {
 TEST(AtomicFile, TemporariesOfEndedProcessesAreRemovedOthersKept) {
   const fs::path dir = fresh_folder("stale");
   const std::string dead = temporary_of(dir, "field.nii.gz", ended_pid());
+  const std::string dead_but_recent = temporary_of(dir, "labels.nii.gz", ended_pid());
   const std::string alive = temporary_of(dir, "warped.nii.gz", ::getppid());
   const std::string other_host = ".autoreg-tmp-someotherhost-" + std::to_string(ended_pid()) + "-0-x.nii.gz";
   std::ofstream(dir / dead) << "partial";
+  std::ofstream(dir / dead_but_recent) << "perhaps another PID namespace's, still writing";
   std::ofstream(dir / ".autoreg-notes") << "not a temporary";
   std::ofstream(dir / alive) << "in progress";
   std::ofstream(dir / other_host) << "another machine's";
   std::ofstream(dir / "result.nii.gz") << "an output";
+  for (const std::string& old : {dead, alive, other_host, std::string(".autoreg-notes"), std::string("result.nii.gz")}) {
+    age(dir / old);
+  }
   EXPECT_EQ(remove_stale_temporaries(dir.string()), 1);
   EXPECT_FALSE(fs::exists(dir / dead));
+  EXPECT_TRUE(fs::exists(dir / dead_but_recent));
   EXPECT_TRUE(fs::exists(dir / alive));
   EXPECT_TRUE(fs::exists(dir / other_host));
   EXPECT_TRUE(fs::exists(dir / "result.nii.gz"));
@@ -133,6 +143,7 @@ TEST(AtomicFile, TheFirstWriteIntoAFolderCleansIt) {
   const std::string dead = temporary_of(dir, "model.autoreg", ended_pid());
   fs::create_directory(dir / dead);  // a killed .mhd writer's folder
   std::ofstream(dir / dead / "x.raw") << "partial";
+  age(dir / dead);
   write_file_atomically((dir / "summary.json").string(), "{}\n");
   EXPECT_FALSE(fs::exists(dir / dead));
   EXPECT_TRUE(fs::exists(dir / "summary.json"));

@@ -92,7 +92,7 @@ TEST_P(RoundTrip, KeepsValuesAndGeometry) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, RoundTrip,
-                         ::testing::Values(".nii.gz", ".nii", ".mha", ".mhd", ".nrrd"),
+                         ::testing::Values(".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".nhdr"),
                          [](const auto& info) {
                            std::string n = info.param.substr(1);
                            std::replace(n.begin(), n.end(), '.', '_');

@@ -5,7 +5,9 @@
 // One naming scheme for the temporaries, ".autoreg-tmp-<host>-<pid>-<n>-<name>", so that
 // the temporaries a killed process left behind can be told from everything else and
 // removed: the first write into a folder in a process removes those of this host whose
-// process is gone (a folder shared by several machines keeps the others').
+// process is gone and that were last written over 15 minutes ago (a folder shared by
+// several machines keeps the others'; the age guards a process of another PID namespace
+// on a host of the same name).
 #pragma once
 
 #include <functional>
@@ -33,8 +35,9 @@ void write_atomically(const std::string& path, const std::function<void(const st
 // Writes `bytes` to `path` atomically; WriteError "<path>: cannot write (<why>)".
 void write_file_atomically(const std::string& path, std::string_view bytes);
 
-// Removes from `folder` the temporaries of this host whose process has ended (files or
-// folders, as a killed writer left them) and returns how many; errors are ignored (a
+// Removes from `folder` the temporaries of this host whose process has ended and that
+// were last written over 15 minutes ago (files or folders, as a killed writer left
+// them) and returns how many; errors are ignored (a
 // clean-up never stops a run). write_atomically calls it once per folder and process.
 int remove_stale_temporaries(const std::string& folder);
 

@@ -13,7 +13,7 @@ struct BatchOptions {
   std::string pairs_csv, out_dir;
   bool resume = false;         // skip the pairs that are complete
   bool inverse = false;        // each pair's inverse field too
-  std::string shard;           // "K/N": only that shard's pairs (pipeline/src/register_shards.h); "" = a job array's index, if any
+  std::string shard;           // "K/N": only that shard's pairs (the library's register_shards.cpp); "" = a job array's index, if any
   bool merge = false;          // join the shards' summaries into the run's instead of registering
   bool allow_missing = false;  // with merge: list pairs in no shard's summary as missing instead of refusing
 };
