@@ -1,6 +1,7 @@
 // Option parsing shared by the subcommands.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <initializer_list>
 #include <sstream>
@@ -38,6 +39,17 @@ inline std::vector<int64_t> parse_int_list(const std::string& option, const std:
   }
   if (out.empty()) throw UsageError(option + ": empty list");
   return out;
+}
+
+// Adam steps per level, coarse level first ("70,20": --iterations, --affine-iterations).
+inline std::array<unsigned, 2> parse_level_counts(const std::string& option, const std::string& text) {
+  const std::vector<int64_t> out = parse_int_list(option, text);
+  for (int64_t n : out) {
+    if (n < 0) throw UsageError(option + ": counts must be >= 0");
+    if (n > 1000000) throw UsageError(option + ": " + std::to_string(n) + " steps is more than 1000000");
+  }
+  if (out.size() != 2) throw UsageError(option + ": give two counts, coarse level first");
+  return {unsigned(out[0]), unsigned(out[1])};
 }
 
 // A UsageError when an output path (non-empty) is also an input path.
@@ -91,6 +103,5 @@ inline bool ends_with_png(const std::string& path) {
 using pipeline::file_stem;
 using pipeline::make_output_folder;
 using pipeline::write_qc_picture;
-using pipeline::write_text_atomically;
 
 }  // namespace autoreg::apps

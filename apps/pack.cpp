@@ -18,8 +18,8 @@
 #include "autoreg/io/volume.h"
 #include "autoreg/pipeline/dataset.h"
 #include "autoreg/registration/training_set_file.h"
-#include "exit_codes.h"
 #include "common_args.h"
+#include "exit_codes.h"
 #include "options.h"
 #include "run_log.h"
 

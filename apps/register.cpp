@@ -14,47 +14,21 @@
 // through the composed map.
 #include <tclap/CmdLine.h>
 
-#include <ATen/ATen.h>
-#include <ATen/Parallel.h>
-#include <c10/core/GradMode.h>
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
-#include <array>
-#include <sstream>
-#include <chrono>
 #include <cstdio>
-#include <filesystem>
+#include <sstream>
 #include <string>
-#include <unistd.h>
 
-#include "autoreg/io/field.h"
-#include "autoreg/io/grid.h"
-#include "autoreg/io/mapped.h"
-#include "autoreg/io/transform.h"
-#include "autoreg/io/volume.h"
-#include "autoreg/pipeline/default_model.h"
 #include "autoreg/pipeline/register_job.h"
 #include "autoreg/pipeline/register_pair.h"
 #include "autoreg/pipeline/register_pairs.h"
-#include "autoreg/registration/metrics.h"
-#include "autoreg/registration/model_file.h"
-#include "exit_codes.h"
 #include "common_args.h"
+#include "exit_codes.h"
 #include "options.h"
 
 namespace autoreg::apps {
 namespace {
-
-std::array<unsigned, 2> parse_levels(const std::string& option, const std::string& s) {
-  const std::vector<int64_t> out = parse_int_list(option, s);
-  for (int64_t n : out) {
-    if (n < 0) throw UsageError(option + ": counts must be >= 0");
-    if (n > 1000000) throw UsageError(option + ": " + std::to_string(n) + " steps is more than 1000000");
-  }
-  if (out.size() != 2) throw UsageError(option + ": give two counts, coarse level first");
-  return {unsigned(out[0]), unsigned(out[1])};
-}
 
 // "1", "0.5": a default as the help text shows it.
 std::string number_text(double v) {
@@ -152,8 +126,8 @@ int run_register(int argc, char** argv) {
   s.deformable = !affine_only.getValue();
   s.similarity = similarity.getValue();
   s.regularization = lambda.getValue();
-  s.iterations = parse_levels("--iterations", iterations.getValue());
-  s.affine_iterations = parse_levels("--affine-iterations", affine_iterations.getValue());
+  s.iterations = parse_level_counts("--iterations", iterations.getValue());
+  s.affine_iterations = parse_level_counts("--affine-iterations", affine_iterations.getValue());
   if (refine.getValue() < 0) throw UsageError("--refine must be >= 0");
   s.refine = unsigned(refine.getValue());
   s.seed = seed.getValue();

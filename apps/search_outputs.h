@@ -14,8 +14,6 @@
 
 namespace autoreg::apps {
 
-using pipeline::write_text_atomically;
-
 // One line of the search log (search/report.h documents the fields).
 nlohmann::json search_log_line(const search::Searcher& searcher, const search::SearchStep& step, double seconds);
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 
+#include "autoreg/base/atomic_file.h"
 #include "autoreg/io/manifest.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/parallel/evaluation.h"
@@ -243,9 +244,9 @@ nlohmann::json export_search(search::Searcher& searcher, const SearchParams& p, 
   for (double& h : start) entropy >> h;
   const nlohmann::json summary = search_summary(searcher, p.info, run, start);
   if (!p.lead) return summary;
-  write_text_atomically(out.file("genotype.txt"), genotype_file_text(genotype, summary));
-  write_text_atomically(out.file("genotype.json"), summary.dump(1) + "\n");
-  write_text_atomically(out.file("report.html"),
+  base::write_file_atomically(out.file("genotype.txt"), genotype_file_text(genotype, summary));
+  base::write_file_atomically(out.file("genotype.json"), summary.dump(1) + "\n");
+  base::write_file_atomically(out.file("report.html"),
                         search::render_report(log_with_evaluations(out.file("search.log.jsonl"), out.file("search.validation.jsonl")), summary));
   std::fprintf(stderr, "derived genotype: %s\n  λ: %s\n  forward %.0f ms predicted, %.0f ms measured (budget %s)\n",
                genotype.to_string().c_str(), searcher.objective().to_string().c_str(),
@@ -341,8 +342,8 @@ void retrain(const SearchParams& p, const Paths& out, const registration::Traini
   summary["retrain_steps"] = trainer.step();
   summary["retrain_seconds"] = outcome.seconds;
   summary["retrain_validation_dice"] = std::isfinite(validation) ? nlohmann::json(validation) : nlohmann::json();
-  write_text_atomically(out.file("genotype.json"), summary.dump(1) + "\n");
-  write_text_atomically(out.file("report.html"),
+  base::write_file_atomically(out.file("genotype.json"), summary.dump(1) + "\n");
+  base::write_file_atomically(out.file("report.html"),
                         search::render_report(log_with_evaluations(out.file("search.log.jsonl"), out.file("search.validation.jsonl")), summary));
   std::fprintf(stderr, "wrote %s (retrained %ld steps; validation Dice %s)\n", out.file("model.autoreg").c_str(),
                long(trainer.step()), dice_text(validation).c_str());

@@ -9,7 +9,6 @@
 // target, its labels carried there, the labels fused (autoreg/segmentation/fusion.h).
 #include <tclap/CmdLine.h>
 
-#include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
@@ -17,8 +16,8 @@
 #include <vector>
 
 #include "autoreg/pipeline/segment_job.h"
-#include "exit_codes.h"
 #include "common_args.h"
+#include "exit_codes.h"
 #include "options.h"
 
 namespace autoreg::apps {
@@ -91,14 +90,11 @@ int run_segment(int argc, char** argv) {
   if (iterations.isSet() && !model.getValue().empty()) {
     throw UsageError("--iterations sets instance optimisation, which --model replaces (use --refine K)");
   }
-  const std::vector<int64_t> levels = parse_int_list("--iterations", iterations.getValue());
-  if (levels.size() != 2 || levels[0] < 0 || levels[1] < 0) throw UsageError("--iterations: two counts >= 0, coarse level first");
-  if (levels[0] > 1000000 || levels[1] > 1000000) throw UsageError("--iterations: at most 1000000 steps a level");
   // Each atlas is registered as `register` does, with its defaults but these.
   pipeline::RegistrationSettings registration;
   registration.model = model.getValue();
   registration.device = device.value();
-  registration.iterations = {unsigned(levels[0]), unsigned(levels[1])};
+  registration.iterations = parse_level_counts("--iterations", iterations.getValue());
   registration.refine = unsigned(refine.getValue());
   o.pair = pair_options_of(registration);
   o.pair.inverse = inverse;

@@ -1,3 +1,4 @@
+#include "autoreg/base/atomic_file.h"
 #include "autoreg/pipeline/register_pairs.h"
 
 #include <ATen/ATen.h>
@@ -147,8 +148,8 @@ double since(std::chrono::steady_clock::time_point t) {
 // <stem>.json and <stem>.csv in `out_dir`, and with `index` the page of the whole run.
 void write_summary(const std::string& out_dir, const std::string& stem, const nlohmann::json& summary,
                    const std::string& pairs_csv, bool index) {
-  write_text_atomically((fs::path(out_dir) / (stem + ".json")).string(), summary.dump(1) + "\n");
-  write_text_atomically((fs::path(out_dir) / (stem + ".csv")).string(), summary_csv(summary["pairs"]));
+  base::write_file_atomically((fs::path(out_dir) / (stem + ".json")).string(), summary.dump(1) + "\n");
+  base::write_file_atomically((fs::path(out_dir) / (stem + ".csv")).string(), summary_csv(summary["pairs"]));
   if (index) write_index((fs::path(out_dir) / "index.html").string(), summary["pairs"], pairs_csv);
 }
 
@@ -254,7 +255,7 @@ PairsOutcome run_pairs(RegisterJob base, const BatchOptions& b) {
         row = register_inputs(pair.params, std::move(r.inputs), times);
         row["read_seconds"] = r.seconds;
         row["status"] = "done";
-        write_text_atomically(pair.report, row.dump(1) + "\n");
+        base::write_file_atomically(pair.report, row.dump(1) + "\n");
         ++done;
         const std::string dice = row["dice"].is_null() ? "" : ", Dice " + std::to_string(row["dice"].get<double>()).substr(0, 6);
         std::fprintf(stderr, "%s: %.1f s%s, %.3f %% of voxels fold\n", label.c_str(), row["seconds"].get<double>(),

@@ -1,3 +1,4 @@
+#include "autoreg/base/atomic_file.h"
 #include "autoreg/pipeline/segment_job.h"
 
 #include <ATen/ATen.h>
@@ -70,7 +71,7 @@ nlohmann::json segment_files(SegmentJob p) {
   p.options.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   const Segmentation s = segment(target, atlases, p.options);
   io::write_volume(p.out, s.labels);
-  if (!warped_csv.empty()) write_text_atomically(p.out_warped_dir + "/atlases.csv", warped_csv);
+  if (!warped_csv.empty()) base::write_file_atomically(p.out_warped_dir + "/atlases.csv", warped_csv);
   if (!p.out_probabilities.empty()) {
     for (int64_t l : segmentation::label_values(s.atlases)) {
       const at::Tensor prob = segmentation::probability(s.fused, s.atlases, l);

@@ -1,24 +1,13 @@
-// What the jobs' file outputs share: small text outputs (summaries, genotypes, reports,
-// manifests) written atomically, output folders, and outputs named after their inputs.
+// What the jobs' file outputs share: output folders, and outputs named after their
+// inputs. (Small text outputs: base::write_file_atomically.)
 #pragma once
 
 #include <filesystem>
 #include <string>
 
-#include "autoreg/base/atomic_file.h"
 #include "autoreg/io/volume.h"
 
 namespace autoreg::pipeline {
-
-// Writes `text` to `path` through a temporary file renamed into place (base/); an
-// output that cannot be written is an IoError naming it (bad input: exit 2).
-inline void write_text_atomically(const std::string& path, const std::string& text) {
-  try {
-    base::write_file_atomically(path, text);
-  } catch (const base::WriteError& e) {
-    throw io::IoError(e.what());
-  }
-}
 
 // A folder for outputs, made when missing; a file at its path is refused (IoError naming
 // `option`).
