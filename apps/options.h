@@ -52,17 +52,7 @@ inline std::array<unsigned, 2> parse_level_counts(const std::string& option, con
   return {unsigned(out[0]), unsigned(out[1])};
 }
 
-// A UsageError when an output path (non-empty) is also an input path.
-inline void refuse_overwrite(std::initializer_list<const std::string*> outputs,
-                             std::initializer_list<const std::string*> inputs) {
-  for (const std::string* out : outputs) {
-    for (const std::string* in : inputs) {
-      if (!out->empty() && *out == *in) {
-        throw UsageError("output " + *out + " is also an input; refusing to overwrite it");
-      }
-    }
-  }
-}
+using pipeline::refuse_overwrite;
 
 // An orientation code (e.g. LIA) checked for use with io::with_orientation; "" passes.
 inline std::string checked_orientation(const std::string& option, const std::string& code) {
@@ -74,6 +64,20 @@ inline std::string checked_orientation(const std::string& option, const std::str
   }
   return code;
 }
+
+// "96x112x96" → {96, 112, 96}; a UsageError otherwise.
+inline std::array<int64_t, 3> parse_grid(const std::string& text) {
+  std::string t = text;
+  for (char& c : t) {
+    if (c == 'x' || c == 'X') c = ',';
+  }
+  const std::vector<int64_t> v = parse_int_list("--grid", t);
+  if (v.size() != 3 || v[0] <= 0 || v[1] <= 0 || v[2] <= 0) {
+    throw UsageError("--grid: three positive sizes DxHxW, e.g. 96x112x96");
+  }
+  return {v[0], v[1], v[2]};
+}
+
 
 // A --genotype file; one that cannot be read or parsed is an IoError naming it.
 inline registration::Genotype read_genotype_option(const std::string& path) {

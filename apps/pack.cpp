@@ -21,7 +21,6 @@
 #include "common_args.h"
 #include "exit_codes.h"
 #include "options.h"
-#include "run_log.h"
 
 namespace autoreg::apps {
 

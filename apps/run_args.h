@@ -1,13 +1,14 @@
 // The options `train` and `adapt` share, the long runs that end in a model file: the
-// preprocessing cache, the log, the device, threads, seed and --resume.
+// preprocessing cache, the log, the device, threads, seed and --resume
+// (pipeline::ModelRunSettings).
 #pragma once
 
 #include <tclap/CmdLine.h>
 
 #include <cstdint>
 #include <string>
-#include <vector>
 
+#include "autoreg/pipeline/run_settings.h"
 #include "common_args.h"
 
 namespace autoreg::apps {
@@ -22,8 +23,16 @@ struct ModelRunArgs {
         seed("", "seed", "random seed (default 0)", false, 0, "S", cmd),
         resume("", "resume", "continue from <out>.ckpt (same options)", cmd, false) {}
 
-  std::string cache_for(const std::string& out) const { return cache.isSet() ? cache.getValue() : out + ".cache"; }
-  std::string log_for(const std::string& out) const { return log.isSet() ? log.getValue() : out + ".log.jsonl"; }
+  pipeline::ModelRunSettings settings() const {
+    pipeline::ModelRunSettings s;
+    s.cache = cache.getValue();
+    s.log = log.getValue();
+    s.device = device.value();
+    s.threads = threads.value();
+    s.seed = seed.getValue();
+    s.resume = resume.getValue();
+    return s;
+  }
 
   TCLAP::ValueArg<std::string> cache, log;
   DeviceArg device;

@@ -30,7 +30,7 @@
 #include "autoreg/registration/training_pairs.h"
 #include "common_args.h"
 #include "exit_codes.h"
-#include "training_loop.h"
+#include "autoreg/pipeline/training_loop.h"
 
 namespace autoreg::apps {
 namespace {
@@ -45,7 +45,7 @@ int validate(const std::string& out, const std::string& device) {
   if (run.is_discarded() || !run.contains("manifest")) throw io::IoError(description + ": not a run description");
   // The data waits for the first checkpoint: the model's grid and frame are in it.
   while (!fs::exists(checkpoint)) {
-    if (stop_requested()) return kOk;
+    if (pipeline::stop_requested()) return kOk;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   registration::Model first = registration::model_from_archive(registration::read_archive(checkpoint, "CHECKPOINT"), checkpoint);
@@ -65,7 +65,7 @@ int validate(const std::string& out, const std::string& device) {
   o.results = out + ".validation.jsonl";
   o.best = out + ".best.ckpt";
   o.finished = out;
-  o.stop = stop_requested;
+  o.stop = pipeline::stop_requested;
   // The best checkpoint's network as a model file too, ready for `register --model`.
   o.on_best = [&](const registration::Archive& a, const std::string& path) {
     registration::save_model(out + ".best.autoreg", registration::model_from_archive(a, path));
@@ -93,7 +93,7 @@ int run_validate(int argc, char** argv) {
   if (threads.value() < 1) throw UsageError("--threads must be at least 1");
   threads.apply();
   parallel::attach_to_supervisor();  // started by train: ends with it
-  install_stop_handlers();
+  pipeline::install_stop_handlers();
   parallel::release_stop_signals();  // held by train until now (validation_process.cpp)
   return validate(run.getValue(), device.value());
 }

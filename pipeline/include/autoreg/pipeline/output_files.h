@@ -1,13 +1,28 @@
-// What the jobs' file outputs share: output folders, and outputs named after their
-// inputs. (Small text outputs: base::write_file_atomically.)
+// What the jobs' file outputs share: inputs never overwritten, output folders, and
+// outputs named after their inputs. (Small text outputs: base::write_file_atomically.)
 #pragma once
 
 #include <filesystem>
+#include <initializer_list>
 #include <string>
 
+#include "autoreg/base/errors.h"
 #include "autoreg/io/volume.h"
 
 namespace autoreg::pipeline {
+
+// An output that names one of the inputs is a base::UsageError (inputs are never
+// modified); empty names are not outputs.
+inline void refuse_overwrite(std::initializer_list<const std::string*> outputs,
+                             std::initializer_list<const std::string*> inputs) {
+  for (const std::string* out : outputs) {
+    for (const std::string* in : inputs) {
+      if (!out->empty() && *out == *in) {
+        throw base::UsageError("output " + *out + " is also an input; refusing to overwrite it");
+      }
+    }
+  }
+}
 
 // A folder for outputs, made when missing; a file at its path is refused (IoError naming
 // `option`).

@@ -7,21 +7,21 @@
 #include <thread>
 
 #include "autoreg/parallel/evaluation.h"
-#include "exit_codes.h"
-#include "training_loop.h"
+#include "autoreg/base/errors.h"
+#include "autoreg/pipeline/training_loop.h"
 
-namespace autoreg::apps {
+namespace autoreg::pipeline::detail {
 
 namespace fs = std::filesystem;
 
-int evaluate_search(SearchParams p) {
+void evaluate_search(SearchParams p) {
   const Paths out{fs::path(p.out)};
   const std::string checkpoint = out.file("search.ckpt");
   std::fprintf(stderr, "evaluate: watching %s\n", checkpoint.c_str());
   // The data and the costs wait for the first checkpoint: by then rank 0 has written the
   // cache and op_cost.json.
   while (!fs::exists(checkpoint)) {
-    if (stop_requested()) return kOk;
+    if (pipeline::stop_requested()) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
   p.lead = true;
@@ -45,7 +45,7 @@ int evaluate_search(SearchParams p) {
     const registration::ValidationScores s = searcher.validation_scores();
     return parallel::Evaluation{s.dice, s.folding_percent, s.pairs};
   });
-  return kOk;
+  return;
 }
 
 std::unique_ptr<ValidationProcess> start_search_evaluation(const SearchParams& p, const Paths& out, bool fresh) {
@@ -54,9 +54,8 @@ std::unique_ptr<ValidationProcess> start_search_evaluation(const SearchParams& p
   v.threads = p.validation_threads;
   v.device = p.options.device;
   v.fresh = fresh;
-  v.command = {"search"};
-  v.command.insert(v.command.end(), p.arguments.begin(), p.arguments.end());
-  v.command.push_back("--evaluate");
+  v.command = p.evaluation_command;
+  v.executable = p.executable;
   return std::make_unique<ValidationProcess>(v);
 }
 
@@ -73,4 +72,4 @@ void finish_search_evaluation(ValidationProcess& watcher, search::Searcher& sear
   }
 }
 
-}  // namespace autoreg::apps
+}  // namespace autoreg::pipeline::detail

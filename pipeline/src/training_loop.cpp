@@ -1,4 +1,4 @@
-#include "training_loop.h"
+#include "autoreg/pipeline/training_loop.h"
 
 #include <ATen/ATen.h>
 
@@ -15,10 +15,10 @@
 #include "autoreg/parallel/evaluation.h"
 #include "autoreg/parallel/failure.h"
 #include "autoreg/parallel/worker.h"
-#include "exit_codes.h"
-#include "run_log.h"
+#include "autoreg/base/errors.h"
+#include "autoreg/pipeline/run_log.h"
 
-namespace autoreg::apps {
+namespace autoreg::pipeline {
 namespace {
 
 volatile std::sig_atomic_t g_stop = 0;
@@ -127,7 +127,7 @@ TrainingOutcome run_training(registration::Trainer& trainer, const TrainingLoop&
     if (stop && !last) {
       trainer.save_checkpoint(loop.checkpoint);
       trainer.finish_checkpoints();
-      throw Interrupted("interrupted at step " + std::to_string(r.step) + ": checkpoint " + loop.checkpoint +
+      throw base::Interrupted("interrupted at step " + std::to_string(r.step) + ": checkpoint " + loop.checkpoint +
                         " written; continue with --resume");
     }
   }
@@ -137,4 +137,4 @@ TrainingOutcome run_training(registration::Trainer& trainer, const TrainingLoop&
   return {validation, loop.earlier_seconds + elapsed(), elapsed()};
 }
 
-}  // namespace autoreg::apps
+}  // namespace autoreg::pipeline

@@ -14,8 +14,9 @@
 #include "autoreg/base/atomic_file.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/parallel/process.h"
+#include "autoreg/pipeline/executable.h"
 
-namespace autoreg::apps {
+namespace autoreg::pipeline {
 
 namespace fs = std::filesystem;
 
@@ -40,7 +41,7 @@ ValidationProcess::ValidationProcess(const ValidationRun& run) : results_(run.ou
     }
     command = {"validate", "--run", run.out, "--device", run.device};
   }
-  command.insert(command.begin(), parallel::this_executable());
+  command.insert(command.begin(), run.executable.empty() ? autoreg_executable() : run.executable);
   command.insert(command.end(), {"--threads", std::to_string(run.threads)});
   // Not a rank: none of the launcher's variables; dies with this process.
   pid_ = parallel::spawn_process(
@@ -66,4 +67,4 @@ std::vector<parallel::EvaluatedStep> ValidationProcess::finish() {
   return parallel::read_evaluations(results_, -1);
 }
 
-}  // namespace autoreg::apps
+}  // namespace autoreg::pipeline

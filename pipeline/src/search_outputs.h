@@ -12,7 +12,7 @@
 #include "autoreg/search/searcher.h"
 #include "autoreg/pipeline/output_files.h"
 
-namespace autoreg::apps {
+namespace autoreg::pipeline::detail {
 
 // One line of the search log (search/report.h documents the fields).
 nlohmann::json search_log_line(const search::Searcher& searcher, const search::SearchStep& step, double seconds);
@@ -35,4 +35,4 @@ std::vector<nlohmann::json> log_with_evaluations(const std::string& log, const s
 // `autoreg train --genotype` reads).
 std::string genotype_file_text(const registration::Genotype& genotype, const nlohmann::json& summary);
 
-}  // namespace autoreg::apps
+}  // namespace autoreg::pipeline::detail

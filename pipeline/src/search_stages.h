@@ -1,5 +1,6 @@
-// `autoreg search`'s parts: its parameters and the stages search_main runs (load the
-// data, the operation costs, the search loop, the exported genotype, the retraining).
+// The search job's parts (search_job.h): its parameters as the stages use them, and the
+// stages search_job.cpp runs (load the data, the operation costs, the search loop, the
+// exported genotype, the retraining).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -14,7 +15,7 @@
 #include "autoreg/search/op_cost.h"
 #include "autoreg/search/searcher.h"
 
-namespace autoreg::apps {
+namespace autoreg::pipeline::detail {
 
 struct SearchParams {
   std::string manifest, out, cache, op_cost;
@@ -35,9 +36,10 @@ struct SearchParams {
   // measures, logs and writes.
   registration::Collective* collective = nullptr;
   bool lead = true;
-  // The command's arguments (without the launcher's and the thread options): the
-  // decoupled evaluation runs them with --evaluate.
-  std::vector<std::string> arguments;
+  // The decoupled evaluation's command line (the search's settings with evaluate, no
+  // --nproc, no --threads: the watcher gets validation_threads) and the autoreg command.
+  std::vector<std::string> evaluation_command;
+  std::string executable;
   bool evaluate = false;         // --evaluate: this process evaluates the search's checkpoints
   std::string evaluations;       // the decoupled evaluation's results file, read by the search loop ("": none)
 };
@@ -67,4 +69,4 @@ nlohmann::json export_search(search::Searcher& searcher, const SearchParams& p, 
 // The derived network trained from scratch with the searched λ: DIR/model.autoreg.
 void retrain(const SearchParams& p, const Paths& out, const registration::TrainingSet& data, nlohmann::json summary);
 
-}  // namespace autoreg::apps
+}  // namespace autoreg::pipeline::detail

@@ -18,14 +18,14 @@
 #include "autoreg/parallel/worker.h"
 #include "autoreg/pipeline/dataset.h"
 #include "autoreg/search/report.h"
-#include "exit_codes.h"
-#include "run_log.h"
-#include "scale_out.h"
+#include "autoreg/base/errors.h"
+#include "autoreg/pipeline/run_log.h"
+#include "autoreg/parallel/ranks.h"
 #include "search_outputs.h"
-#include "training_loop.h"
+#include "autoreg/pipeline/training_loop.h"
 #include "validation_process.h"
 
-namespace autoreg::apps {
+namespace autoreg::pipeline::detail {
 namespace {
 
 namespace fs = std::filesystem;
@@ -56,7 +56,7 @@ registration::TrainingSet load_data(SearchParams& p) {
   };
   registration::TrainingSet data;
   // Rank 0 preprocesses into the cache; the others then read it.
-  lead_first(p.collective, lead, [&] {
+  parallel::lead_first(p.collective, lead, [&] {
     try {
       data = pipeline::load_training_set(manifest, p.info, 4, dataset);
     } catch (const std::invalid_argument& e) {
@@ -90,7 +90,7 @@ double apply_budget(SearchParams& p, const search::OpCosts& costs) {
     search::candidates_within(costs, p.options.budget_ms, search::searched_edges(p.options.edges),
                               p.info.network.genotype);
   } catch (const std::invalid_argument& e) {
-    throw UsageError(std::string("--max-forward-ms: ") + e.what());
+    throw base::UsageError(std::string("--max-forward-ms: ") + e.what());
   }
   return default_ms;
 }
@@ -102,7 +102,7 @@ search::OpCosts operation_costs(const SearchParams& p, const Paths& out) {
   const std::string from = p.op_cost.empty() ? own : p.op_cost;
   search::OpCosts costs;
   // Rank 0 measures (or reads) and writes DIR/op_cost.json; the others then read it.
-  lead_first(p.collective, p.lead, [&] {
+  parallel::lead_first(p.collective, p.lead, [&] {
     if (fs::exists(from)) {
       try {
         costs = search::load_op_costs(from);
@@ -143,8 +143,8 @@ void search_loop(search::Searcher& searcher, const SearchParams& p, const Paths&
   };
   const auto decide = [&]() -> Decision {
     const double mine = earlier + since(started);
-    if (!collective) return {mine, stop_requested()};
-    std::vector<at::Tensor> v{at::tensor({lead ? mine : 0.0, stop_requested() ? 1.0 : 0.0}, at::kDouble)};
+    if (!collective) return {mine, pipeline::stop_requested()};
+    std::vector<at::Tensor> v{at::tensor({lead ? mine : 0.0, pipeline::stop_requested() ? 1.0 : 0.0}, at::kDouble)};
     collective->sum(v);
     return {v[0][0].item<double>(), v[0][1].item<double>() > 0};
   };
@@ -172,7 +172,7 @@ void search_loop(search::Searcher& searcher, const SearchParams& p, const Paths&
       // A rollback (non-finite step) went back to an earlier state: the log forgets the
       // abandoned steps, as a resume would.
       log.close();
-      cut_log_to(log_path, r.step - 1);
+      pipeline::cut_log_to(log_path, r.step - 1);
       log.open(log_path, std::ios::app);
     }
     logged = r.step;
@@ -206,13 +206,13 @@ void search_loop(search::Searcher& searcher, const SearchParams& p, const Paths&
                    r.loss, dice_text(validation).c_str(), l[0], l[1], l[2], l[3], l[4], g.to_string().c_str(),
                    search::predicted_ms(searcher.costs(), g),
                    r.rollbacks ? (" rollbacks " + std::to_string(r.rollbacks)).c_str() : "", per_step,
-                   duration(std::max(0.0, left)).c_str());
+                   pipeline::duration(std::max(0.0, left)).c_str());
     }
     if (last) break;
     if (decided.stop) {
       save();
       searcher.finish_checkpoints();
-      throw Interrupted("interrupted (search) at step " + std::to_string(r.step) + ": checkpoint written; continue with --resume");
+      throw base::Interrupted("interrupted (search) at step " + std::to_string(r.step) + ": checkpoint written; continue with --resume");
     }
   }
   searcher.notes["finished"] = "1";
@@ -288,7 +288,7 @@ void retrain(const SearchParams& p, const Paths& out, const registration::Traini
   if (resumed) {
     trainer.resume(loop.checkpoint);
     if (p.lead) {
-      loop.earlier_seconds = cut_log_to(loop.log, trainer.step());
+      loop.earlier_seconds = pipeline::cut_log_to(loop.log, trainer.step());
       std::fprintf(stderr, "resumed retraining from %s at step %ld\n", loop.checkpoint.c_str(), long(trainer.step()));
     }
   }
@@ -307,11 +307,12 @@ void retrain(const SearchParams& p, const Paths& out, const registration::Traini
     v.seed = p.options.seed;
     v.threads = p.validation_threads;
     v.fresh = !resumed;
+    v.executable = p.executable;
     watcher = std::make_unique<ValidationProcess>(v);
   }
   loop.validation = watcher ? "decoupled" : p.validation == "inline" ? "inline" : "off";
   loop.evaluations = watcher ? watcher->results() : "";
-  const TrainingOutcome outcome = run_training(trainer, loop);
+  const TrainingOutcome outcome = pipeline::run_training(trainer, loop);
   if (!p.lead) return;
   double validation = outcome.validation_dice;
   if (watcher) {
@@ -349,4 +350,4 @@ void retrain(const SearchParams& p, const Paths& out, const registration::Traini
                long(trainer.step()), dice_text(validation).c_str());
 }
 
-}  // namespace autoreg::apps
+}  // namespace autoreg::pipeline::detail

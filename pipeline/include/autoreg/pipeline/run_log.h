@@ -1,5 +1,5 @@
-// What the long-running subcommands (train, search) share: their JSON-lines logs,
-// durations for progress lines, and the model-grid option.
+// What the long-running jobs (train, search, adapt) share: their JSON-lines logs and
+// durations for progress lines.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -13,10 +13,8 @@
 
 #include "autoreg/base/atomic_file.h"
 #include "autoreg/io/volume.h"
-#include "exit_codes.h"
-#include "options.h"
 
-namespace autoreg::apps {
+namespace autoreg::pipeline {
 
 // On resume: the log keeps the lines of the steps the checkpoint holds (a run stopped
 // between checkpoints logged steps that will be run again), rewritten atomically.
@@ -53,17 +51,4 @@ inline std::string duration(double seconds) {
   return buf;
 }
 
-// "96x112x96" → {96, 112, 96}; a UsageError otherwise.
-inline std::array<int64_t, 3> parse_grid(const std::string& text) {
-  std::string t = text;
-  for (char& c : t) {
-    if (c == 'x' || c == 'X') c = ',';
-  }
-  const std::vector<int64_t> v = parse_int_list("--grid", t);
-  if (v.size() != 3 || v[0] <= 0 || v[1] <= 0 || v[2] <= 0) {
-    throw UsageError("--grid: three positive sizes DxHxW, e.g. 96x112x96");
-  }
-  return {v[0], v[1], v[2]};
-}
-
-}  // namespace autoreg::apps
+}  // namespace autoreg::pipeline

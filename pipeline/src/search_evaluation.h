@@ -1,5 +1,5 @@
-// The search's decoupled evaluation (README, "Many processes, GPUs and nodes"): the same
-// `autoreg search` command with --evaluate, a process of its own that watches
+// The search's decoupled evaluation (docs/distributed.md): the same `autoreg search`
+// command line (search_job.h, to_arguments) with --evaluate, a process of its own that watches
 // DIR/search.ckpt and evaluates each new checkpoint as the search would validate it (the
 // network being searched, on the labelled validation pairs: Dice, folding), appending a
 // line to DIR/search.validation.jsonl and keeping the best checkpoint as
@@ -13,13 +13,13 @@
 #include "search_stages.h"
 #include "validation_process.h"
 
-namespace autoreg::apps {
+namespace autoreg::pipeline::detail {
 
 // --evaluate: waits for the search's first checkpoint, then evaluates until the search
 // has exported its genotype (DIR/genotype.json) or a stop is asked for.
-int evaluate_search(SearchParams p);
+void evaluate_search(SearchParams p);
 
-// Started by the search (rank 0): the watcher process of p.arguments with --evaluate.
+// Started by the search (rank 0): the watcher process, p.evaluation_command.
 // `fresh`: a new search (earlier results removed).
 std::unique_ptr<ValidationProcess> start_search_evaluation(const SearchParams& p, const Paths& out, bool fresh);
 
@@ -27,4 +27,4 @@ std::unique_ptr<ValidationProcess> start_search_evaluation(const SearchParams& p
 // notes that evaluation's Dice in the searcher (the summary's validation Dice).
 void finish_search_evaluation(ValidationProcess& watcher, search::Searcher& searcher, const Paths& out);
 
-}  // namespace autoreg::apps
+}  // namespace autoreg::pipeline::detail

@@ -1,6 +1,8 @@
 // Decoupled validation: a child process with its own threads watching the checkpoints a
 // run writes: `autoreg validate --run OUT` (apps/validate.cpp) for train's (and the
-// search's retraining), the search's own command with --evaluate for its checkpoints.
+// search's retraining), the search's own command line (search_job.h, to_arguments) with
+// --evaluate for its checkpoints. The child is the autoreg command (executable.h), not
+// this process's program, which may be a user's.
 // Training never waits for it; at the end the run stops it once the last checkpoint is
 // evaluated and reads its results.
 #pragma once
@@ -12,7 +14,7 @@
 
 #include "autoreg/parallel/evaluation.h"
 
-namespace autoreg::apps {
+namespace autoreg::pipeline {
 
 struct ValidationRun {
   std::string out;            // train --out
@@ -25,6 +27,7 @@ struct ValidationRun {
   // Non-empty: the watcher is this subcommand and its arguments (a search's, with
   // --evaluate) instead of `validate --run OUT`; it reads no OUT.run.json.
   std::vector<std::string> command;
+  std::string executable;     // the autoreg command; "": autoreg_executable()
 };
 
 class ValidationProcess {
@@ -45,4 +48,4 @@ class ValidationProcess {
   pid_t pid_ = -1;
 };
 
-}  // namespace autoreg::apps
+}  // namespace autoreg::pipeline

@@ -9,7 +9,7 @@
 
 #include "autoreg/registration/train.h"
 
-namespace autoreg::apps {
+namespace autoreg::pipeline {
 
 // From now on SIGINT and SIGTERM ask the long loops to stop at the end of their step.
 void install_stop_handlers();
@@ -47,4 +47,4 @@ struct TrainingOutcome {
 // (trainer.h).
 TrainingOutcome run_training(registration::Trainer& trainer, const TrainingLoop& loop);
 
-}  // namespace autoreg::apps
+}  // namespace autoreg::pipeline

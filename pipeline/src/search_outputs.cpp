@@ -18,7 +18,7 @@
 #include "autoreg/registration/autoreg_net.h"
 #include "autoreg/registration/operations.h"
 
-namespace autoreg::apps {
+namespace autoreg::pipeline::detail {
 
 namespace {
 
@@ -127,4 +127,4 @@ std::vector<nlohmann::json> log_with_evaluations(const std::string& log, const s
   return lines;
 }
 
-}  // namespace autoreg::apps
+}  // namespace autoreg::pipeline::detail

@@ -1,0 +1,89 @@
+// The triple-level search on a manifest's subjects, the library's side of `autoreg search`
+// (docs/search.md): one settings struct with its defaults, validated in one place, written
+// back as the command line that parses into it, the job, and its decoupled evaluation.
+//
+// The job preprocesses the subjects onto the model grid (as train does): `train` rows
+// train ω, labelled `val` rows drive α and λ; then the derived network is retrained from
+// scratch with the searched λ. `out` (a folder) receives genotype.txt, genotype.json,
+// model.autoreg, search.log.jsonl, retrain.log.jsonl, report.html, op_cost.json and the
+// checkpoints (search.ckpt, retrain.ckpt) that `resume` continues from. When the
+// environment names a rank (torchrun, srun, the nproc supervisor) the ranks search and
+// retrain data-parallel, rank 0 alone writing; a watcher process (the same settings with
+// `evaluate`) evaluates the checkpoints, decoupled from the search.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "autoreg/parallel/ranks.h"
+
+namespace autoreg::pipeline {
+
+struct SearchSettings {
+  static constexpr int64_t kSteps = 500, kRetrainSteps = 1000;  // when neither they nor a budget is given
+  std::string manifest;                    // CSV: image,labels,split (needs labelled val rows)
+  std::string out;                         // the output folder (created)
+  std::optional<double> budget_minutes;    // instead of steps: search and retraining together
+  std::optional<int64_t> steps;            // search steps; none: 500
+  std::optional<int64_t> retrain_steps;    // none: 1000, or the rest of the budget; 0: no model
+  std::array<int64_t, 3> grid{0, 0, 0};    // 0s: the reference's foreground box + 8 mm
+  double spacing = 2;                      // mm
+  std::string mode = "joint";              // joint | sequential
+  std::string order = "first";             // α's gradient: first | second
+  std::string edges = "all";               // all | deformation | none
+  std::string genotype;                    // the base genotype's file; "": the default network's
+  std::string path = "mixed";              // the weights' path: mixed | sampled
+  std::string arch_path = "mixed";         // α's gradient's path: mixed | sampled
+  std::optional<double> max_forward_ms;    // none: the default network's forward time; 0: no budget
+  double latency_weight = 0;
+  double update_crop = 0.6, weight_crop = 0.6;
+  int64_t arch_every = 3, objective_every = 6;
+  double warmup = 0.5;
+  double base_logit = 3;
+  double learning_rate = 1e-3;             // the weights', search and retraining
+  double max_gradient_norm = 5;            // 0: no clipping
+  double arch_lr = 2e-2, arch_weight_decay = 1e-3, objective_lr = 3e-2;
+  std::string objective_scale = "fixed";   // fixed | free
+  double dice_weight = 1;
+  std::string terms;                       // the searched terms, comma-separated; "": the default four; "none"
+  std::string initial_objective;           // starting λ; "": the defaults
+  std::string op_cost;                     // operation costs measured before; "": measured (or DIR's)
+  std::string cache;                       // "": <out>/cache
+  bool augment = true;
+  int64_t checkpoint_every = 25, validate_every = 50;
+  double max_unreadable = 0.2;
+  int64_t max_rollbacks = 5;
+  double max_gradient_spike = 20;          // 0: off
+  std::string device = "cpu";
+  int threads = 0;                         // 0: LibTorch's default
+  std::optional<int64_t> batch;            // global batch; none: one pair per rank (resumed: the checkpoint's)
+  std::string validation = "decoupled";    // decoupled | inline | off
+  int validation_threads = 1;
+  bool evaluate = false;                   // this process is the decoupled evaluation (evaluate_search)
+  bool sync_checkpoints = false;
+  parallel::ScaleOut scale;
+  uint64_t seed = 0;
+  bool resume = false;
+  std::string executable;                  // the autoreg command for the watcher and ranks; "": executable.h
+};
+
+// A base::UsageError naming the option when the settings cannot search.
+void validate(const SearchSettings& s);
+
+// `search` and the options that parse back into `s` (without --nproc and --max-restarts).
+std::vector<std::string> to_arguments(const SearchSettings& s);
+
+// Searches and retrains (as one rank of many when the environment says so; under
+// s.scale.nproc as their supervisor). Errors: base::UsageError, io::IoError for bad
+// input, base::Interrupted after a stop, parallel::RanksFailed.
+void search(const SearchSettings& s);
+
+// The decoupled evaluation of the search in s.out (s.evaluate): waits for its first
+// checkpoint, then evaluates each new one until the search has exported its genotype or
+// a stop is asked for (training_loop.h).
+void evaluate_search(const SearchSettings& s);
+
+}  // namespace autoreg::pipeline

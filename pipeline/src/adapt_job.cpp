@@ -1,0 +1,260 @@
+#include "autoreg/pipeline/adapt_job.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "arguments.h"
+#include "autoreg/base/errors.h"
+#include "autoreg/io/manifest.h"
+#include "autoreg/io/volume.h"
+#include "autoreg/pipeline/dataset.h"
+#include "autoreg/pipeline/default_model.h"
+#include "autoreg/pipeline/output_files.h"
+#include "autoreg/pipeline/run_log.h"
+#include "autoreg/pipeline/training_loop.h"
+#include "autoreg/registration/model_file.h"
+#include "autoreg/registration/train.h"
+
+namespace autoreg::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+using base::UsageError;
+
+// The job's files: the model to adapt (resolved), its inputs and outputs.
+struct Paths {
+  std::string model, manifest, out, cache, log, checkpoint, best;
+};
+
+Paths paths(const AdaptSettings& s) {
+  return {resolve_model_name(s.model), s.manifest, s.out, s.run.cache_for(s.out), s.run.log_for(s.out),
+          s.out + ".ckpt", s.out + ".best"};
+}
+
+// The base model's own objective: its searched weights, else its similarity and λ.
+void take_objective(const registration::ModelInfo& info, registration::TrainOptions& o, const std::string& path) {
+  const auto note = [&](const char* key) {
+    const auto it = info.notes.find(key);
+    return it == info.notes.end() ? std::string() : it->second;
+  };
+  try {
+    if (!note("objective").empty()) o.objective = registration::ObjectiveWeights::parse(note("objective"));
+    if (!note("similarity").empty()) o.similarity = note("similarity");
+    if (!note("lambda").empty()) o.smoothness = std::stod(note("lambda"));
+    if (!note("dice_weight").empty()) o.dice_weight = std::stod(note("dice_weight"));
+  } catch (const std::exception& e) {
+    throw io::IoError(path + ": its training notes do not give an objective (" + e.what() + ")");
+  }
+}
+
+bool same_file(const std::string& a, const std::string& b) {
+  std::error_code ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec);
+  return fs::weakly_canonical(a, ec) == fs::weakly_canonical(b, ec);
+}
+
+// The best validated state so far: a model file beside the output, <out>.best (kept, so
+// that a resumed or extended run compares with it as the uninterrupted run did).
+struct Best {
+  std::string path;
+  int64_t step = 0;
+  double dice = -1;
+  void read() {
+    if (!fs::exists(path)) return;
+    const registration::Archive a = registration::read_archive(path, "MODEL");
+    try {
+      step = std::stoll(a.field("note.adapt_best_step", path));
+      dice = std::stod(a.field("note.adapt_best_dice", path));
+    } catch (const std::logic_error&) {
+      throw registration::ModelFileError(path + ": malformed best step or Dice");
+    }
+  }
+};
+
+void adapt_job(const AdaptSettings& s) {
+  const Paths p = paths(s);
+  io::check_output(p.out);
+  io::check_output(p.log);
+  const std::string& checkpoint = p.checkpoint;
+  if (s.run.resume && !fs::exists(checkpoint)) throw UsageError("--resume: no checkpoint " + checkpoint + " to resume from");
+
+  registration::Model model = registration::load_model(p.model);
+  const std::string base_checksum = registration::weights_checksum(*model.network);
+  registration::TrainOptions o;
+  o.steps = s.steps;
+  o.device = s.run.device;
+  o.seed = s.run.seed;
+  take_objective(model.info, o, p.model);
+  if (s.method == "ftm") {
+    registration::add_feature_transforms(model);  // identity; an adapted model's are kept
+    o.trainable = "feature_transforms";
+    o.learning_rate = s.learning_rate.value_or(1e-3);
+  } else {
+    o.trainable = "all";
+    o.learning_rate = s.learning_rate.value_or(1e-4);
+  }
+  o.run_fields = {{"method", s.method}, {"base-model", base_checksum}};
+
+  const io::Manifest manifest = io::read_manifest(p.manifest);
+  for (const auto& row : manifest.rows) {
+    if (row.split != "test" && row.image.empty()) {
+      throw io::IoError(p.manifest + ":" + std::to_string(row.line) +
+                        ": adaptation learns from the new domain's images; this row has none");
+    }
+  }
+  pipeline::DatasetOptions dataset;
+  dataset.cache_dir = p.cache;
+  dataset.one_subject_pairs = true;
+  dataset.affine.similarity = o.objective && o.objective->lambda[registration::kMind] > 0 ? "mind" : o.similarity;
+  dataset.progress = [](const std::string& line) { std::fprintf(stderr, "preprocess: %s\n", line.c_str()); };
+  registration::ModelInfo grid = model.info;  // the model's grid, spacing, orientation: fixed
+  registration::TrainingSet data;
+  const bool cache_existed = fs::exists(p.cache);
+  try {
+    try {
+      data = pipeline::load_training_set(manifest, grid, model.network->size_multiple(), dataset);
+    } catch (const std::invalid_argument& e) {
+      throw io::IoError(e.what());  // names the manifest
+    }
+  } catch (...) {
+    std::error_code ec;
+    if (!cache_existed) fs::remove_all(p.cache, ec);  // bad input leaves nothing behind
+    throw;
+  }
+  const size_t subjects = data.train.size();
+  std::fprintf(stderr, "adapting %s (%s) to %zu subject%s (%s), %zu validation subject%s; %s\n",
+               p.model.c_str(), s.method.c_str(), subjects, subjects == 1 ? "" : "s",
+               data.atlas ? "atlas mode" : subjects == 1 ? "paired with deformed copies of itself" : "pairwise",
+               data.validation.size(), data.validation.size() == 1 ? "" : "s",
+               o.objective ? ("objective " + o.objective->to_string()).c_str() : ("similarity " + o.similarity).c_str());
+
+  at::manual_seed(o.seed);
+  std::unique_ptr<registration::Trainer> made;
+  try {
+    made = std::make_unique<registration::Trainer>(model, data, o);
+  } catch (const std::invalid_argument& e) {
+    throw io::IoError(p.manifest + ": " + e.what());
+  }
+  registration::Trainer& trainer = *made;
+  int64_t parameters = 0;
+  for (const at::Tensor& t : s.method == "ftm" ? model.network->feature_transform_parameters() : model.network->parameters()) {
+    parameters += t.numel();
+  }
+  std::fprintf(stderr, "training %ld parameters\n", long(parameters));
+
+  Best best{p.out + ".best"};
+  double earlier_seconds = 0;
+  if (s.run.resume) {
+    trainer.resume(checkpoint);
+    earlier_seconds = cut_log_to(p.log, trainer.step());
+    best.read();
+    std::fprintf(stderr, "resumed from %s at step %ld\n", checkpoint.c_str(), long(trainer.step()));
+  } else {
+    std::error_code ec;
+    fs::remove(best.path, ec);  // a fresh run's best is its own
+  }
+  const auto on_validated = [&](int64_t step, double dice) {
+    if (!(dice > best.dice)) return;
+    best.step = step;
+    best.dice = dice;
+    registration::Model snapshot = model;
+    snapshot.info.notes["adapt_best_step"] = std::to_string(step);
+    snapshot.info.notes["adapt_best_dice"] = std::to_string(dice);
+    registration::save_model(best.path, snapshot);
+  };
+  if (trainer.step() == 0 && trainer.validation_pair_count() > 0) {
+    // The model as it comes is a candidate too: adaptation that does not help is not kept.
+    const double dice = trainer.validate();
+    std::fprintf(stderr, "validation Dice before adaptation %.4f\n", dice);
+    on_validated(0, dice);
+  }
+  TrainingLoop loop;
+  loop.label = "adapt";
+  loop.log = p.log;
+  loop.checkpoint = checkpoint;
+  loop.steps = o.steps;
+  loop.earlier_seconds = earlier_seconds;
+  loop.checkpoint_every = s.checkpoint_every;
+  loop.validate_every = s.validate_every;
+  loop.validation = trainer.validation_pair_count() > 0 ? "inline" : "off";
+  loop.on_validated = on_validated;
+  if (loop.validation == "off") {
+    std::fprintf(stderr, "note: no validation: the last step is kept (labelled 'val' rows, two or more, pick the best)\n");
+  }
+  const TrainingOutcome outcome = run_training(trainer, loop);
+
+  registration::Model result = model;
+  if (best.dice >= 0) {
+    result = registration::load_model(best.path);
+    std::fprintf(stderr, "best validation Dice %.4f at step %ld (of %ld)\n", best.dice, long(best.step),
+                 long(trainer.step()));
+  }
+  result.network->to(at::kCPU);
+  if (s.method == "ftm" && registration::weights_checksum(*result.network) != base_checksum) {
+    throw std::logic_error("ftm adaptation changed the network's weights");  // a bug, never bad input
+  }
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  auto& notes = result.info.notes;
+  notes.erase("adapt_best_step");
+  notes.erase("adapt_best_dice");
+  notes["adapted"] = date;
+  notes["adapted_from"] = fs::path(p.model).filename().string();
+  notes["adapted_from_weights"] = base_checksum;
+  notes["adapt_method"] = s.method;
+  notes["adapt_manifest"] = fs::path(p.manifest).filename().string();
+  notes["adapt_subjects"] = std::to_string(subjects);
+  notes["adapt_steps"] = std::to_string(best.dice >= 0 ? best.step : trainer.step());
+  notes["adapt_steps_run"] = std::to_string(trainer.step());
+  notes["adapt_parameters"] = std::to_string(parameters);
+  notes["adapt_learning_rate"] = std::to_string(o.learning_rate);
+  notes["adapt_seconds"] = std::to_string(outcome.seconds);
+  if (best.dice >= 0) notes["adapt_validation_dice"] = std::to_string(best.dice);
+  registration::save_model(p.out, result);
+  std::fprintf(stderr, "wrote %s (%s, %ld steps, %s this run)\n", p.out.c_str(), s.method.c_str(),
+               long(trainer.step()), duration(outcome.seconds_this_run).c_str());
+}
+
+
+}  // namespace
+
+void validate(const AdaptSettings& s) {
+  const Paths p = paths(s);
+  refuse_overwrite({&p.out, &p.log, &p.best, &p.checkpoint}, {&p.manifest, &p.model});
+  for (const std::string* written : {&p.out, &p.best, &p.checkpoint}) {
+    if (same_file(*written, p.model)) throw UsageError(*written + " (of --out) is the model being adapted; refusing to overwrite it");
+  }
+  if (p.out == p.log) throw UsageError("--log and --out name the same file");
+  if (s.method != "ftm" && s.method != "finetune") throw UsageError("--method: ftm or finetune, not '" + s.method + "'");
+  if (s.steps < 1) throw UsageError("--steps must be at least 1");
+  if (s.learning_rate && !(*s.learning_rate > 0)) throw UsageError("--lr must be > 0");
+  if (s.checkpoint_every <= 0 || s.validate_every <= 0) {
+    throw UsageError("--checkpoint-every and --validate-every must be positive");
+  }
+}
+
+std::vector<std::string> to_arguments(const AdaptSettings& s) {
+  detail::Arguments a("adapt");
+  a.text("--model", s.model).text("--manifest", s.manifest).text("--out", s.out).text("--method", s.method);
+  a.integer("--steps", s.steps);
+  if (s.learning_rate) a.number("--lr", *s.learning_rate);
+  a.integer("--checkpoint-every", s.checkpoint_every).integer("--validate-every", s.validate_every);
+  a.text_if("--cache", s.run.cache).text_if("--log", s.run.log).text("--device", s.run.device);
+  if (s.run.threads > 0) a.integer("--threads", s.run.threads);
+  a.unsigned_integer("--seed", s.run.seed).flag("--resume", s.run.resume);
+  return a.words();
+}
+
+void adapt(const AdaptSettings& s) {
+  validate(s);
+  adapt_job(s);
+}
+
+}  // namespace autoreg::pipeline

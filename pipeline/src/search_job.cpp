@@ -1,0 +1,332 @@
+#include "autoreg/pipeline/search_job.h"
+
+#include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+#include <string>
+
+#include "arguments.h"
+#include "autoreg/base/errors.h"
+#include "autoreg/io/volume.h"
+#include "autoreg/ops.h"
+#include "autoreg/parallel/process.h"
+#include "autoreg/parallel/worker.h"
+#include "autoreg/pipeline/executable.h"
+#include "autoreg/pipeline/exit_codes.h"
+#include "autoreg/pipeline/run_log.h"
+#include "autoreg/registration/model_file.h"
+#include "search_evaluation.h"
+#include "search_stages.h"
+
+namespace autoreg::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+using base::UsageError;
+using detail::Paths;
+using detail::SearchParams;
+
+std::string failures_file(const SearchSettings& s) { return (fs::path(s.out) / "failures.jsonl").string(); }
+
+// The searched terms and their starting weights (a searched term needs a positive start:
+// the defaults' where none is given).
+void objective_terms(const SearchSettings& s, search::SearchOptions& o) {
+  try {
+    if (!s.initial_objective.empty()) o.initial_objective = registration::ObjectiveWeights::parse(s.initial_objective);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(std::string("--initial-objective: ") + e.what());
+  }
+  if (!s.terms.empty()) {
+    o.searched_terms.fill(false);
+    std::stringstream list(s.terms);
+    std::string name;
+    while (std::getline(list, name, ',')) {
+      if (name == "none") continue;
+      bool known = false;
+      for (int i = 0; i < registration::kObjectiveTerms; ++i) {
+        if (name == registration::kObjectiveTermNames[i]) o.searched_terms[i] = known = true;
+      }
+      if (!known) throw UsageError("--terms: unknown term '" + name + "'");
+    }
+  }
+  constexpr std::array<double, registration::kObjectiveTerms> kStart = {1.0, 0.5, 0.25, 0.5, 1.0};
+  for (int i = 0; i < registration::kObjectiveTerms; ++i) {
+    if (o.searched_terms[i] && !(o.initial_objective.lambda[i] > 0)) {
+      if (!s.initial_objective.empty()) {
+        throw UsageError(std::string("--initial-objective: the searched term ") + registration::kObjectiveTermNames[i] +
+                         " needs a positive starting weight");
+      }
+      o.initial_objective.lambda[i] = kStart[i];
+    }
+  }
+  if (s.edges == "none" && std::find(o.searched_terms.begin(), o.searched_terms.end(), true) == o.searched_terms.end()) {
+    throw UsageError("--edges none with --terms none: nothing to search (autoreg train trains a fixed network)");
+  }
+}
+
+search::SearchOptions search_options(const SearchSettings& s) {
+  search::SearchOptions o;
+  o.steps = s.steps.value_or(SearchSettings::kSteps);
+  o.mode = s.mode;
+  o.order = s.order;
+  o.edges = s.edges;
+  o.path = s.path;
+  o.architecture_path = s.arch_path;
+  o.budget_ms = s.max_forward_ms.value_or(0);
+  o.latency_weight = s.latency_weight;
+  o.architecture_every = s.arch_every;
+  o.update_crop = s.update_crop;
+  o.weight_crop = s.weight_crop;
+  o.objective_every = s.objective_every;
+  o.warmup_fraction = s.warmup;
+  o.base_logit = s.base_logit;
+  o.weight_lr = s.learning_rate;
+  o.max_gradient_norm = s.max_gradient_norm;
+  o.architecture_lr = s.arch_lr;
+  o.architecture_weight_decay = s.arch_weight_decay;
+  o.objective_lr = s.objective_lr;
+  o.objective_scale_fixed = s.objective_scale == "fixed";
+  o.spike_factor = s.max_gradient_spike;
+  o.dice_weight = s.dice_weight;
+  o.augment = s.augment;
+  o.max_rollbacks = s.max_rollbacks;
+  o.seed = s.seed;
+  o.device = s.device;
+  o.batch = s.batch.value_or(1);
+  o.async_checkpoints = !s.sync_checkpoints;
+  objective_terms(s, o);
+  return o;
+}
+
+// The stages' parameters (search_stages.h).
+SearchParams search_params(const SearchSettings& s) {
+  SearchParams p;
+  p.manifest = s.manifest;
+  p.out = s.out;
+  p.cache = s.cache.empty() ? (fs::path(s.out) / "cache").string() : s.cache;
+  p.op_cost = s.op_cost;
+  p.info.network.kind = "autoreg";
+  p.info.spacing = {s.spacing, s.spacing, s.spacing};
+  p.info.grid = s.grid;
+  if (!s.genotype.empty()) {
+    try {
+      p.info.network.genotype = registration::read_genotype(s.genotype);
+    } catch (const std::invalid_argument& e) {
+      throw io::IoError(e.what());
+    }
+  }
+  p.options = search_options(s);
+  // The default budget is the default network's forward time; with no edge searched the
+  // architecture is given, and so is its time.
+  p.default_budget = !s.max_forward_ms && s.edges != "none";
+  p.budget_minutes = s.budget_minutes.value_or(0);
+  p.budget_given = s.budget_minutes.has_value();
+  p.retrain_steps = s.retrain_steps.value_or(SearchSettings::kRetrainSteps);
+  p.retrain_steps_given = s.retrain_steps.has_value();
+  if (p.budget_given && p.retrain_steps_given) p.search_share = 1.0;  // the budget is the search's alone
+  p.checkpoint_every = s.checkpoint_every;
+  p.validate_every = s.validate_every;
+  p.max_unreadable = s.max_unreadable;
+  p.resume = s.resume;
+  p.steps_given = s.steps.has_value();
+  p.batch_set = s.batch.has_value();
+  p.validation = s.validation;
+  p.validation_threads = s.validation_threads;
+  p.evaluate = s.evaluate;
+  SearchSettings watcher = s;  // the decoupled evaluation: this search's settings, evaluating
+  watcher.evaluate = true;
+  watcher.threads = 0;         // its own (ValidationProcess: validation_threads)
+  watcher.scale.nproc = watcher.scale.max_restarts = 0;
+  p.evaluation_command = to_arguments(watcher);
+  p.executable = s.executable;
+  return p;
+}
+
+void search_stages(SearchParams p) {
+  const bool lead = p.lead;
+  const bool made_out = !fs::exists(p.out);
+  fs::create_directories(p.out);
+  const Paths out{fs::path(p.out)};
+  const std::string checkpoint = out.file("search.ckpt");
+  if (p.resume && !fs::exists(checkpoint)) throw UsageError("--resume: no checkpoint " + checkpoint + " to resume from");
+  if (!p.resume && (fs::exists(checkpoint) || fs::exists(out.file("retrain.ckpt")))) {
+    throw UsageError(p.out + " holds a search already: --resume continues it, or choose another --out");
+  }
+  if (!p.op_cost.empty() && !fs::exists(p.op_cost)) throw io::IoError(p.op_cost + ": no such operation-cost file");
+  const int world = p.collective ? p.collective->world() : 1;
+  detail::default_batch(p, checkpoint, world);
+  if (p.options.batch < world) {
+    throw UsageError("--batch " + std::to_string(p.options.batch) + ": at least one pair per rank (" +
+                     std::to_string(world) + " ranks)");
+  }
+  registration::TrainingSet data;
+  try {
+    data = detail::load_data(p);
+  } catch (const io::IoError&) {
+    std::error_code ec;
+    if (made_out && lead) fs::remove_all(p.out, ec);  // bad input: leave nothing behind
+    throw;
+  }
+  const search::OpCosts costs = detail::operation_costs(p, out);
+  const double default_ms = detail::apply_budget(p, costs);
+
+  nlohmann::json summary;
+  {
+    std::unique_ptr<search::Searcher> made;
+    try {
+      made = std::make_unique<search::Searcher>(data, p.info, p.options, costs);
+    } catch (const std::invalid_argument& e) {
+      throw io::IoError(p.manifest + ": " + e.what());
+    }
+    search::Searcher& searcher = *made;
+    if (p.collective) {
+      searcher.distribute(*p.collective);
+      if (lead) std::fprintf(stderr, "data-parallel: %d ranks, %ld pairs per step (global batch)\n", world, long(p.options.batch));
+    }
+    double earlier = 0;  // search seconds before this run
+    if (p.resume) {
+      searcher.resume(checkpoint);
+      if (p.steps_given) searcher.set_total_steps(p.options.steps);
+      earlier = searcher.notes.count("seconds") ? std::stod(searcher.notes["seconds"]) : 0;
+      if (lead) {
+        cut_log_to(out.file("search.log.jsonl"), searcher.steps_done());
+        std::fprintf(stderr, "resumed the search from %s at step %ld of %ld\n", checkpoint.c_str(),
+                     long(searcher.steps_done()), long(searcher.total_steps()));
+      }
+    }
+    if (!searcher.notes.count("finished")) {
+      // Validation decoupled by default: a watcher process evaluates the checkpoints.
+      std::unique_ptr<ValidationProcess> watcher;
+      if (lead && p.validation == "decoupled" && searcher.validation_pair_count() > 0) {
+        watcher = detail::start_search_evaluation(p, out, !p.resume);
+        p.evaluations = watcher->results();
+      }
+      detail::search_loop(searcher, p, out, earlier);
+      if (watcher) {
+        detail::finish_search_evaluation(*watcher, searcher, out);
+        // The last evaluation's Dice kept with the checkpoint (a resumed finished search
+        // exports it again).
+        searcher.save_checkpoint(checkpoint);
+        searcher.finish_checkpoints();
+      }
+    }
+    summary = detail::export_search(searcher, p, out, default_ms);
+  }  // the supernet's memory goes before retraining
+  if (p.retrain_steps_given && p.retrain_steps == 0) {
+    if (lead) std::fprintf(stderr, "--retrain-steps 0: no model written\n");
+    return;
+  }
+  // Rank 0's last evaluation and its forward-time measurement may outlast a collective's
+  // timeout: the others wait at the barrier (2 hours), not in the retraining's broadcast.
+  if (p.collective) p.collective->barrier();
+  detail::retrain(p, out, data, summary);
+}
+
+}  // namespace
+
+void validate(const SearchSettings& s) {
+  if (fs::exists(s.out) && !fs::is_directory(s.out)) throw UsageError("--out " + s.out + " is a file, not a folder");
+  if (s.budget_minutes && s.steps) throw UsageError("--budget-minutes and --steps exclude each other");
+  if (s.budget_minutes && !(*s.budget_minutes > 0)) throw UsageError("--budget-minutes must be > 0");
+  if (s.steps.value_or(1) <= 0) throw UsageError("--steps must be positive");
+  if (s.retrain_steps.value_or(0) < 0) throw UsageError("--retrain-steps must be >= 0");
+  if (!(s.spacing > 0)) throw UsageError("--spacing must be > 0");
+  if (!(s.learning_rate > 0 && s.arch_lr > 0 && s.objective_lr > 0)) throw UsageError("learning rates must be > 0");
+  if (s.max_forward_ms.value_or(0) < 0 || s.latency_weight < 0 || s.dice_weight < 0) {
+    throw UsageError("--max-forward-ms, --latency-weight and --dice-weight must be >= 0");
+  }
+  if (s.arch_every <= 0 || s.objective_every <= 0 || s.checkpoint_every <= 0 || s.validate_every <= 0 ||
+      s.max_rollbacks < 0) {
+    throw UsageError("--arch-every, --objective-every, --checkpoint-every, --validate-every must be positive");
+  }
+  if (!(s.warmup >= 0 && s.warmup < 1)) throw UsageError("--warmup must be in [0, 1)");
+  if (!(s.max_unreadable >= 0 && s.max_unreadable < 1)) throw UsageError("--max-unreadable must be in [0, 1)");
+  for (int64_t size : s.grid) {
+    if (size % 4 != 0) throw UsageError("--grid: the AutoReg network needs sizes that are multiples of 4");
+  }
+  if (!(s.update_crop > 0 && s.update_crop <= 1)) throw UsageError("--update-crop must be in (0, 1]");
+  if (!(s.weight_crop > 0 && s.weight_crop <= 1)) throw UsageError("--weight-crop must be in (0, 1]");
+  if (s.max_gradient_norm < 0) throw UsageError("--max-gradient-norm must be >= 0");
+  if (s.arch_weight_decay < 0) throw UsageError("--arch-weight-decay must be >= 0");
+  if (s.max_gradient_spike != 0 && !(s.max_gradient_spike > 1)) throw UsageError("--max-gradient-spike must be > 1 (or 0: off)");
+  search::SearchOptions terms;
+  objective_terms(s, terms);
+  if (s.device == "cuda" && !ops::cuda_available()) throw UsageError("--device cuda: " + ops::cuda_unavailable_reason());
+  if (s.batch && *s.batch < 1) throw UsageError("--batch must be at least 1");
+  if (s.validation_threads < 1) throw UsageError("--validation-threads must be at least 1");
+  if (s.evaluate && s.scale.nproc > 0) throw UsageError("--evaluate runs as one process: no --nproc");
+  parallel::validate(s.scale);
+}
+
+std::vector<std::string> to_arguments(const SearchSettings& s) {
+  detail::Arguments a("search");
+  a.text("--manifest", s.manifest).text("--out", s.out);
+  if (s.budget_minutes) a.number("--budget-minutes", *s.budget_minutes);
+  if (s.steps) a.integer("--steps", *s.steps);
+  if (s.retrain_steps) a.integer("--retrain-steps", *s.retrain_steps);
+  a.grid("--grid", s.grid).number("--spacing", s.spacing);
+  a.text("--mode", s.mode).text("--order", s.order).text("--edges", s.edges).text_if("--genotype", s.genotype);
+  a.text("--path", s.path).text("--arch-path", s.arch_path);
+  if (s.max_forward_ms) a.number("--max-forward-ms", *s.max_forward_ms);
+  a.number("--latency-weight", s.latency_weight).number("--update-crop", s.update_crop);
+  a.number("--weight-crop", s.weight_crop).integer("--arch-every", s.arch_every);
+  a.integer("--objective-every", s.objective_every).number("--warmup", s.warmup).number("--base-logit", s.base_logit);
+  a.number("--lr", s.learning_rate).number("--max-gradient-norm", s.max_gradient_norm).number("--arch-lr", s.arch_lr);
+  a.number("--arch-weight-decay", s.arch_weight_decay).number("--objective-lr", s.objective_lr);
+  a.text("--objective-scale", s.objective_scale).number("--dice-weight", s.dice_weight);
+  a.text_if("--terms", s.terms).text_if("--initial-objective", s.initial_objective).text_if("--op-cost", s.op_cost);
+  a.text_if("--cache", s.cache).flag("--no-augment", !s.augment);
+  a.integer("--checkpoint-every", s.checkpoint_every).integer("--validate-every", s.validate_every);
+  a.number("--max-unreadable", s.max_unreadable).integer("--max-rollbacks", s.max_rollbacks);
+  a.number("--max-gradient-spike", s.max_gradient_spike).text("--device", s.device);
+  if (s.threads > 0) a.integer("--threads", s.threads);
+  if (s.batch) a.integer("--batch", *s.batch);
+  a.text("--validation", s.validation).integer("--validation-threads", s.validation_threads);
+  a.flag("--evaluate", s.evaluate).flag("--sync-checkpoints", s.sync_checkpoints);
+  a.number("--collective-timeout", s.scale.collective_timeout_s);
+  a.unsigned_integer("--seed", s.seed).flag("--resume", s.resume);
+  return a.words();
+}
+
+void search(const SearchSettings& s) {
+  validate(s);
+  if (s.evaluate) throw UsageError("evaluate: the decoupled evaluation is evaluate_search, not search");
+  if (s.scale.nproc > 0) {
+    std::vector<std::string> command = to_arguments(s);
+    command.insert(command.begin(), s.executable.empty() ? autoreg_executable() : s.executable);
+    parallel::supervise(s.scale, command, s.threads, failures_file(s), "autoreg search");
+    return;
+  }
+  SearchParams p = search_params(s);
+  const parallel::Distributed dist = parallel::join_if_distributed(s.scale, s.device);
+  p.collective = dist.collective.get();
+  p.lead = dist.lead();
+  if (p.batch_set && p.options.batch < dist.world()) {
+    throw UsageError("--batch " + std::to_string(p.options.batch) + ": at least one pair per rank (" +
+                     std::to_string(dist.world()) + " ranks)");
+  }
+  if (dist.restarted() && fs::exists(fs::path(p.out) / "search.ckpt")) p.resume = true;
+  p.options.inject_nan_at = parallel::injected_non_finite_step(dist.rank());  // tests (parallel/worker.h)
+  try {
+    search_stages(p);
+  } catch (const base::Interrupted&) {
+    throw;
+  } catch (const std::exception& e) {
+    parallel::diagnose_own_failure(dist, e, exit_code(e), failures_file(s));
+    throw;
+  }
+}
+
+void evaluate_search(const SearchSettings& s) {
+  validate(s);
+  parallel::attach_to_supervisor();  // started by the search: ends with it
+  parallel::release_stop_signals();  // held by the search until now (validation_process.cpp)
+  detail::evaluate_search(search_params(s));
+}
+
+}  // namespace autoreg::pipeline

@@ -1,0 +1,234 @@
+// The long-run jobs as a program of one's own calls them (pipeline/train_job.h,
+// search_job.h, adapt_job.h): settings written back as the command line that parses into
+// them (what the --nproc supervisor's ranks and the search's evaluation watcher run),
+// their validation, and a training run through the library alone.
+#include <gtest/gtest.h>
+
+#include <ATen/ATen.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "autoreg/base/errors.h"
+#include "autoreg/io/volume.h"
+#include "autoreg/pipeline/adapt_job.h"
+#include "autoreg/pipeline/search_job.h"
+#include "autoreg/pipeline/train_job.h"
+#include "autoreg/registration/model_file.h"
+
+namespace autoreg::test {
+namespace {
+
+namespace fs = std::filesystem;
+using Words = std::vector<std::string>;
+
+// The value after `option`; "" when absent, "<flag>" when it is the last word or
+// followed by another option.
+std::string value_of(const Words& w, const std::string& option) {
+  const auto it = std::find(w.begin(), w.end(), option);
+  if (it == w.end()) return "";
+  if (it + 1 == w.end() || (it + 1)->rfind("--", 0) == 0) return "<flag>";
+  return *(it + 1);
+}
+
+bool has(const Words& w, const std::string& option) { return std::find(w.begin(), w.end(), option) != w.end(); }
+
+double read_back(const std::string& text) {
+  std::istringstream in(text);
+  double v = 0;
+  in >> v;
+  return v;
+}
+
+TEST(TrainSettings, TheCommandLineCarriesEverySettingAndReadsBackExactly) {
+  pipeline::TrainSettings s;
+  s.manifest = "data.csv";
+  s.out = "m.autoreg";
+  s.genotype = "g.txt";
+  s.grid = {96, 112, 80};
+  s.spacing = 1.7;
+  s.epochs = 3;
+  s.learning_rate = 1.0 / 3.0;
+  s.objective = "ncc9=1,smoothness=0.8";
+  s.augment = false;
+  s.batch = 4;
+  s.run.seed = 12345678901234ull;
+  s.run.threads = 3;
+  s.run.resume = true;
+  s.validation = "inline";
+  s.scale.nproc = 2;
+  s.scale.max_restarts = 1;
+  const Words w = pipeline::to_arguments(s);
+  ASSERT_FALSE(w.empty());
+  EXPECT_EQ(w[0], "train");
+  EXPECT_EQ(value_of(w, "--manifest"), "data.csv");
+  EXPECT_EQ(value_of(w, "--genotype"), "g.txt");
+  EXPECT_EQ(value_of(w, "--grid"), "96x112x80");
+  EXPECT_EQ(read_back(value_of(w, "--lr")), 1.0 / 3.0) << "numbers must read back to the same double";
+  EXPECT_EQ(read_back(value_of(w, "--spacing")), 1.7);
+  EXPECT_EQ(value_of(w, "--epochs"), "3");
+  EXPECT_FALSE(has(w, "--steps")) << "--steps and --epochs exclude each other";
+  EXPECT_EQ(value_of(w, "--objective"), "ncc9=1,smoothness=0.8");
+  EXPECT_FALSE(has(w, "--similarity") || has(w, "--lambda")) << "--objective replaces them";
+  EXPECT_EQ(value_of(w, "--no-augment"), "<flag>");
+  EXPECT_FALSE(has(w, "--no-diffeomorphic"));
+  EXPECT_EQ(value_of(w, "--batch"), "4");
+  EXPECT_EQ(value_of(w, "--seed"), "12345678901234");
+  EXPECT_EQ(value_of(w, "--threads"), "3");
+  EXPECT_EQ(value_of(w, "--resume"), "<flag>");
+  EXPECT_EQ(value_of(w, "--validation"), "inline");
+  EXPECT_FALSE(has(w, "--nproc") || has(w, "--max-restarts")) << "the ranks are not supervisors";
+  EXPECT_FALSE(has(w, "--cache") || has(w, "--log")) << "left at their defaults: not written";
+
+  // Defaults: steps, similarity and lambda instead; no batch, no threads.
+  pipeline::TrainSettings d;
+  d.manifest = "a.csv";
+  d.out = "b.autoreg";
+  const Words dw = pipeline::to_arguments(d);
+  EXPECT_EQ(value_of(dw, "--steps"), "1000");
+  EXPECT_EQ(value_of(dw, "--similarity"), "ncc");
+  EXPECT_FALSE(has(dw, "--batch") || has(dw, "--threads") || has(dw, "--grid") || has(dw, "--genotype"));
+}
+
+TEST(TrainSettings, ValidationNamesTheOption) {
+  pipeline::TrainSettings s;
+  s.manifest = "data.csv";
+  s.out = "m.autoreg";
+  EXPECT_NO_THROW(pipeline::validate(s));
+  const auto message = [](pipeline::TrainSettings bad) {
+    try {
+      pipeline::validate(bad);
+    } catch (const base::UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  pipeline::TrainSettings bad = s;
+  bad.spacing = 0;
+  EXPECT_NE(message(bad).find("--spacing"), std::string::npos);
+  bad = s;
+  bad.grid = {16, 18, 16};
+  EXPECT_NE(message(bad).find("multiples of 4"), std::string::npos);
+  bad = s;
+  bad.run.log = "m.autoreg";
+  EXPECT_NE(message(bad).find("--log and --out"), std::string::npos);
+  bad = s;
+  bad.out = "data.csv";
+  EXPECT_NE(message(bad).find("also an input"), std::string::npos);
+  bad = s;
+  bad.objective = "ncc9=x";
+  EXPECT_NE(message(bad).find("--objective"), std::string::npos);
+  bad = s;
+  bad.scale.max_restarts = 2;
+  EXPECT_NE(message(bad).find("--max-restarts needs --nproc"), std::string::npos);
+}
+
+TEST(SearchSettings, OnlyTheOptionsGivenAreWrittenAndTheWatcherIsTheSameSearch) {
+  pipeline::SearchSettings s;
+  s.manifest = "data.csv";
+  s.out = "search-out";
+  Words w = pipeline::to_arguments(s);
+  EXPECT_EQ(w[0], "search");
+  // Not given: the search decides (the default budget is the default network's time,
+  // steps and retraining steps follow a budget).
+  EXPECT_FALSE(has(w, "--steps") || has(w, "--retrain-steps") || has(w, "--budget-minutes") ||
+               has(w, "--max-forward-ms") || has(w, "--evaluate") || has(w, "--batch"));
+  s.budget_minutes = 7.5;
+  s.retrain_steps = 0;
+  s.max_forward_ms = 0;
+  s.terms = "ncc9,mind";
+  s.initial_objective = "ncc9=1,mind=0.1";
+  s.evaluate = true;
+  s.weight_crop = 0.1 + 0.2;
+  w = pipeline::to_arguments(s);
+  EXPECT_EQ(read_back(value_of(w, "--budget-minutes")), 7.5);
+  EXPECT_EQ(value_of(w, "--retrain-steps"), "0");
+  EXPECT_EQ(read_back(value_of(w, "--max-forward-ms")), 0.0);
+  EXPECT_EQ(value_of(w, "--terms"), "ncc9,mind");
+  EXPECT_EQ(value_of(w, "--evaluate"), "<flag>");
+  EXPECT_EQ(read_back(value_of(w, "--weight-crop")), 0.1 + 0.2);
+  EXPECT_FALSE(has(w, "--steps"));
+
+  pipeline::SearchSettings bad = s;
+  bad.steps = 10;  // with a budget
+  EXPECT_THROW(pipeline::validate(bad), base::UsageError);
+  bad = s;
+  bad.evaluate = false;
+  bad.terms = "none";
+  bad.edges = "none";
+  EXPECT_THROW(pipeline::validate(bad), base::UsageError);
+  bad = s;
+  bad.terms = "ncc9,nonsense";
+  EXPECT_THROW(pipeline::validate(bad), base::UsageError);
+}
+
+TEST(AdaptSettings, TheCommandLineAndItsChecks) {
+  pipeline::AdaptSettings s;
+  s.model = "base.autoreg";
+  s.manifest = "site.csv";
+  s.out = "adapted.autoreg";
+  Words w = pipeline::to_arguments(s);
+  EXPECT_EQ(w[0], "adapt");
+  EXPECT_EQ(value_of(w, "--method"), "ftm");
+  EXPECT_FALSE(has(w, "--lr")) << "the method's own default";
+  s.learning_rate = 2e-3;
+  w = pipeline::to_arguments(s);
+  EXPECT_EQ(read_back(value_of(w, "--lr")), 2e-3);
+  pipeline::AdaptSettings bad = s;
+  bad.out = "base.autoreg";
+  EXPECT_THROW(pipeline::validate(bad), base::UsageError);
+  bad = s;
+  bad.steps = 0;
+  EXPECT_THROW(pipeline::validate(bad), base::UsageError);
+}
+
+// A program of one's own trains a network through the library, no command line: four
+// small labelled subjects (two to validate on, pairwise), two steps.
+TEST(TrainJob, AProgramTrainsThroughTheLibrary) {
+  const fs::path dir = fs::temp_directory_path() / ("autoreg-jobs-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  io::Geometry g;
+  g.size = {24, 22, 20};
+  g.spacing = {1.0, 1.1, 1.2};
+  std::ofstream csv(dir / "data.csv");
+  csv << "image,labels,split\n";
+  const at::Tensor r = at::linspace(-1, 1, 20).view({20, 1, 1}), q = at::linspace(-1, 1, 22).view({1, 22, 1}),
+                   p = at::linspace(-1, 1, 24).view({1, 1, 24});
+  for (int k = 0; k < 4; ++k) {
+    const double shift = 0.08 * (k - 2);
+    const at::Tensor d2 = (r - shift).pow(2) + q.pow(2) + (p + shift).pow(2);
+    const at::Tensor image = 0.4 * (d2 < 0.6).to(at::kFloat) + 0.5 * (d2 < 0.2).to(at::kFloat) + 0.05 * (r + 1);
+    const at::Tensor labels = (d2 < 0.6).to(at::kInt) + (d2 < 0.2).to(at::kInt);
+    const std::string name = "s" + std::to_string(k);
+    io::write_volume((dir / (name + ".nii.gz")).string(), {image.view({1, 1, 20, 22, 24}).contiguous(), g});
+    io::write_volume((dir / (name + "_seg.nii.gz")).string(), {labels.view({1, 1, 20, 22, 24}).contiguous(), g});
+    csv << name << ".nii.gz," << name << "_seg.nii.gz," << (k >= 2 ? "val" : "train") << "\n";
+  }
+  csv.close();
+  pipeline::TrainSettings s;
+  s.manifest = (dir / "data.csv").string();
+  s.out = (dir / "m.autoreg").string();
+  s.grid = {16, 16, 16};
+  s.spacing = 1.5;
+  s.steps = 2;
+  s.validation = "inline";
+  s.validate_every = 2;
+  const pipeline::TrainResult result = pipeline::train(s);
+  EXPECT_EQ(result.steps, 2);
+  EXPECT_TRUE(result.lead);
+  EXPECT_TRUE(std::isfinite(result.validation_dice)) << "inline validation on the val pair";
+  const registration::Model model = registration::load_model(s.out);
+  EXPECT_EQ(model.info.notes.at("steps"), "2");
+  EXPECT_TRUE(fs::exists(s.out + ".log.jsonl"));
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+}  // namespace
+}  // namespace autoreg::test
