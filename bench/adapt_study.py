@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The adaptation study (README "Adapting a model to your scanner", issue 28): the
+"""The adaptation study (docs/adaptation.md, issue 28): the
 default model on target domains that differ from its training set (OASIS-TRT T1) as
 scanners and protocols do, unadapted and adapted from K of each domain's scans.
 

@@ -170,7 +170,7 @@ int main(int argc, char** argv) {
   // Memory settings, applied before the first tensor exists and to every benchmark
   // alike (grid_sample too):
   //  * keep freed memory in the process: otherwise large tensors are mapped and
-  //    unmapped on every operation (see DESIGN.md); AUTOREG_MALLOPT=0 measures glibc's
+  //    unmapped on every operation (see docs/design.md, "Performance notes"); AUTOREG_MALLOPT=0 measures glibc's
   //    defaults;
   //  * transparent huge pages for tensors (torch's THP_MEM_ALLOC_ENABLE): on the
   //    2-core VM heap memory without them copies at a third of the speed (TLB misses

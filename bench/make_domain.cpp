@@ -1,6 +1,6 @@
 // autoreg_make_domain KIND IN OUT [SEED]: a T1 volume as another scanner or protocol
 // would give it, on the input's own grid (so its label map still fits), for the
-// adaptation study (bench/adapt_study.py, README "Adapting a model to your scanner").
+// adaptation study (bench/adapt_study.py, docs/adaptation.md).
 //
 //   clinical  thick axial slices (5 mm: each slab of the slice axis, the voxel axis
 //             closest to superior-inferior, averaged, then linearly interpolated back

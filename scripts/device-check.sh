@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The GPU path in one command, for a GPU machine lent for a few minutes (README, "The GPU
-# check"): from the repository root of a bare machine with CUDA, LibTorch (python3's
-# torch), CMake and Ninja but no ITK and no package registry, it
+# The GPU path in one command, for a GPU machine lent for a few minutes (docs/gpu-check.md):
+# from the repository root of a bare machine with CUDA, LibTorch (python3's torch), CMake
+# and Ninja but no ITK and no package registry, it
 #   1. configures and builds, without ITK, for sm_90, what the check needs;
 #   2. runs every CUDA test (kernels, networks, a training step, a search step, NCCL);
 #   3. measures warp against grid_sample, the networks against the AutoReg paper's GPU
@@ -97,7 +97,7 @@ if ((rehearse)); then
   install="scripts/setup.sh installs it"
 else
   prepare="run scripts/device-prepare.sh where the normal build is, then carry the folder (the device tool's carry: [\".device\"])"
-  install="the GPU machine is meant to have it (README, \"The GPU check\")"
+  install="the GPU machine is meant to have it (docs/gpu-check.md)"
 fi
 if [[ ! -d $carry ]]; then
   need "the carried folder $carry (training set and third_party/): $prepare"

@@ -14,7 +14,7 @@
 #include "autoreg/device.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/parallel/evaluation.h"
-#include "autoreg/search/report.h"
+#include "autoreg/qc/search_report.h"
 #include "autoreg/registration/autoreg_net.h"
 #include "autoreg/registration/operations.h"
 
@@ -113,7 +113,7 @@ std::string genotype_file_text(const registration::Genotype& g, const nlohmann::
 }
 
 std::vector<nlohmann::json> log_with_evaluations(const std::string& log, const std::string& evaluations) {
-  std::vector<nlohmann::json> lines = search::read_json_lines(log);
+  std::vector<nlohmann::json> lines = qc::read_json_lines(log);
   std::map<int64_t, double> dice;
   for (const auto& e : parallel::read_evaluations(evaluations, -1)) {
     if (std::isfinite(e.dice)) dice[e.step] = e.dice;

@@ -14,14 +14,14 @@
 
 namespace autoreg::pipeline::detail {
 
-// One line of the search log (search/report.h documents the fields).
+// One line of the search log (qc/search_report.h documents the fields).
 nlohmann::json search_log_line(const search::Searcher& searcher, const search::SearchStep& step, double seconds);
 
 // Forward time of `genotype` at the grid (median of `repetitions` after a warm-up), ms.
 double measure_forward_ms(const registration::NetworkSpec& spec, const std::array<int64_t, 3>& grid,
                           const std::string& device, int repetitions);
 
-// genotype.json: the fields search/report.h lists for the summary. `entropy_start` from
+// genotype.json: the fields qc/search_report.h lists for the summary. `entropy_start` from
 // the log's first line (uniform when there is none).
 nlohmann::json search_summary(const search::Searcher& searcher, const registration::ModelInfo& info,
                               const nlohmann::json& run, const std::array<double, search::kEdges>& entropy_start);

@@ -17,7 +17,7 @@
 #include "autoreg/parallel/failure.h"
 #include "autoreg/parallel/worker.h"
 #include "autoreg/pipeline/dataset.h"
-#include "autoreg/search/report.h"
+#include "autoreg/qc/search_report.h"
 #include "autoreg/base/errors.h"
 #include "autoreg/pipeline/run_log.h"
 #include "autoreg/parallel/ranks.h"
@@ -247,7 +247,7 @@ nlohmann::json export_search(search::Searcher& searcher, const SearchParams& p, 
   base::write_file_atomically(out.file("genotype.txt"), genotype_file_text(genotype, summary));
   base::write_file_atomically(out.file("genotype.json"), summary.dump(1) + "\n");
   base::write_file_atomically(out.file("report.html"),
-                        search::render_report(log_with_evaluations(out.file("search.log.jsonl"), out.file("search.validation.jsonl")), summary));
+                        qc::render_search_report(log_with_evaluations(out.file("search.log.jsonl"), out.file("search.validation.jsonl")), summary));
   std::fprintf(stderr, "derived genotype: %s\n  λ: %s\n  forward %.0f ms predicted, %.0f ms measured (budget %s)\n",
                genotype.to_string().c_str(), searcher.objective().to_string().c_str(),
                search::predicted_ms(searcher.costs(), genotype), measured,
@@ -294,24 +294,20 @@ void retrain(const SearchParams& p, const Paths& out, const registration::Traini
   }
   // Validation decoupled by default, as train's: a watcher process evaluates DIR/retrain.ckpt
   // into DIR/retrain.validation.jsonl and keeps the best as DIR/retrain.best.{ckpt,autoreg}.
-  std::unique_ptr<ValidationProcess> watcher;
-  if (p.lead && p.validation == "decoupled" && trainer.validation_pair_count() > 0) {
-    ValidationRun v;
-    v.out = out.file("retrain");
-    v.manifest = p.manifest;
-    v.cache = p.cache;
-    v.similarity = "ncc";  // the preprocessing's affine, as load_data's
-    v.device = p.options.device;
-    v.size_multiple = 4;
-    v.max_unreadable = p.max_unreadable;
-    v.seed = p.options.seed;
-    v.threads = p.validation_threads;
-    v.fresh = !resumed;
-    v.executable = p.executable;
-    watcher = std::make_unique<ValidationProcess>(v);
-  }
-  loop.validation = watcher ? "decoupled" : p.validation == "inline" ? "inline" : "off";
-  loop.evaluations = watcher ? watcher->results() : "";
+  ValidationRun v;
+  v.out = out.file("retrain");
+  v.manifest = p.manifest;
+  v.cache = p.cache;
+  v.similarity = "ncc";  // the preprocessing's affine, as load_data's
+  v.device = p.options.device;
+  v.size_multiple = 4;
+  v.max_unreadable = p.max_unreadable;
+  v.seed = p.options.seed;
+  v.threads = p.validation_threads;
+  v.fresh = !resumed;
+  v.executable = p.executable;
+  const std::unique_ptr<ValidationProcess> watcher =
+      start_validation(v, p.validation, p.lead, trainer.validation_pair_count() > 0, loop);
   const TrainingOutcome outcome = pipeline::run_training(trainer, loop);
   if (!p.lead) return;
   double validation = outcome.validation_dice;
@@ -345,7 +341,7 @@ void retrain(const SearchParams& p, const Paths& out, const registration::Traini
   summary["retrain_validation_dice"] = std::isfinite(validation) ? nlohmann::json(validation) : nlohmann::json();
   base::write_file_atomically(out.file("genotype.json"), summary.dump(1) + "\n");
   base::write_file_atomically(out.file("report.html"),
-                        search::render_report(log_with_evaluations(out.file("search.log.jsonl"), out.file("search.validation.jsonl")), summary));
+                        qc::render_search_report(log_with_evaluations(out.file("search.log.jsonl"), out.file("search.validation.jsonl")), summary));
   std::fprintf(stderr, "wrote %s (retrained %ld steps; validation Dice %s)\n", out.file("model.autoreg").c_str(),
                long(trainer.step()), dice_text(validation).c_str());
 }

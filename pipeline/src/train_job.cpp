@@ -179,24 +179,20 @@ TrainResult train_rank(const TrainSettings& s, parallel::Distributed& dist) {
     }
   }
   // Decoupled validation: a watcher process evaluates the checkpoints (rank 0 starts it).
-  std::unique_ptr<ValidationProcess> watcher;
-  if (lead && s.validation == "decoupled" && trainer.validation_pair_count() > 0) {
-    ValidationRun v;
-    v.out = s.out;
-    v.manifest = s.manifest;
-    v.cache = s.run.cache_for(s.out);
-    v.similarity = o.similarity;
-    v.device = o.device;
-    v.size_multiple = size_multiple(s);
-    v.max_unreadable = s.max_unreadable;
-    v.seed = o.seed;
-    v.threads = s.validation_threads;
-    v.fresh = !resume;
-    v.executable = s.executable;
-    watcher = std::make_unique<ValidationProcess>(v);
-  }
-  loop.validation = watcher ? "decoupled" : s.validation == "inline" ? "inline" : "off";
-  loop.evaluations = watcher ? watcher->results() : "";
+  ValidationRun v;
+  v.out = s.out;
+  v.manifest = s.manifest;
+  v.cache = s.run.cache_for(s.out);
+  v.similarity = o.similarity;
+  v.device = o.device;
+  v.size_multiple = size_multiple(s);
+  v.max_unreadable = s.max_unreadable;
+  v.seed = o.seed;
+  v.threads = s.validation_threads;
+  v.fresh = !resume;
+  v.executable = s.executable;
+  const std::unique_ptr<ValidationProcess> watcher =
+      start_validation(v, s.validation, lead, trainer.validation_pair_count() > 0, loop);
   loop.log = log;
   loop.failures = failures;
   loop.checkpoint = checkpoint;

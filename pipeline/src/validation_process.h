@@ -9,10 +9,12 @@
 
 #include <sys/types.h>
 
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "autoreg/parallel/evaluation.h"
+#include "autoreg/pipeline/training_loop.h"
 
 namespace autoreg::pipeline {
 
@@ -47,5 +49,11 @@ class ValidationProcess {
   std::string results_;
   pid_t pid_ = -1;
 };
+
+// The run's validation as `mode` (decoupled | inline | off) asks, set in `loop`: a
+// decoupled one starts `run`'s watcher (returned) on the lead rank when there are pairs
+// to validate; without them it is off; inline stays inline.
+std::unique_ptr<ValidationProcess> start_validation(const ValidationRun& run, const std::string& mode, bool lead,
+                                                    bool has_pairs, TrainingLoop& loop);
 
 }  // namespace autoreg::pipeline

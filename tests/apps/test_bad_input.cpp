@@ -1,4 +1,4 @@
-// The README's bad-input table, case by case, as a user meets it: every subcommand given a
+// The bad-input table (docs/cli.md), case by case, as a user meets it: every subcommand given a
 // hostile or broken input answers with one line naming the file and the problem and the
 // documented exit code, leaves no output (whole or partial) behind, and changes no input.
 #include <gtest/gtest.h>
@@ -127,7 +127,7 @@ class BadInput : public Cli {
         .write(reinterpret_cast<const char*>(voxels.data()), std::streamsize(voxels.size() * sizeof(float)));
   }
 
-  // Runs a case and checks all that the README promises of it.
+  // Runs a case and checks all that docs/cli.md promises of it.
   void check(const Case& c) {
     SCOPED_TRACE(c.name);
     const auto before = snapshot(dir_);

@@ -49,7 +49,7 @@ TEST_F(DefaultModel, BeatsTheAffineAloneOnAHeldOutSubject) {
   const double model = mean_dice(atlas, io::read_volume(path("model.nii.gz")).data.to(at::kInt));
   RecordProperty("affine_dice", std::to_string(affine));
   RecordProperty("model_dice", std::to_string(model));
-  // Measured: affine 0.564, default model 0.638 (README "The default model"); since the
+  // Measured: affine 0.564, default model 0.638 (docs/training.md, "The default model"); since the
   // affine stage samples its points stratified (issue 13), affine 0.588, model 0.635:
   // the model's result held while the affine it starts from improved, so the margin
   // asked of it is 0.03 and its own Dice must stay above 0.62.

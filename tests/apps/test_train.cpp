@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "autoreg/io/volume.h"
+#include "autoreg/registration/train.h"
 #include "autoreg/registration/training_set_file.h"
 #include "cli.h"
 

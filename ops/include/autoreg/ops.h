@@ -1,6 +1,6 @@
 // autoreg's differentiable volume operators.
 //
-// Conventions (DESIGN.md; this header is their owner for the operators):
+// Conventions (docs/design.md; this header is their owner for the operators):
 //   * volumes are tensors N×C×D×H×W, float32 or float64, on the CPU or a CUDA device;
 //   * a displacement field u is N×3×D×H×W in voxels of the grid it lives on; channel c
 //     moves along spatial dimension c (0 → D, 1 → H, 2 → W);

@@ -1,6 +1,6 @@
 // Volumes and label maps in and out of files, with their geometry.
 //
-// The one place that converts between ITK images and tensors (DESIGN.md): a volume is
+// The one place that converts between ITK images and tensors (docs/design.md, "Conventions"): a volume is
 // a tensor 1×1×D×H×W whose index [k][j][i] is the ITK image index (i, j, k), so W runs
 // along ITK's x index; its geometry is ITK's (origin, spacing, direction, in the
 // physical LPS frame, millimetres). Reads every scalar format ITK reads here (NIfTI

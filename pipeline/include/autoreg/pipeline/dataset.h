@@ -14,7 +14,7 @@
 #include "autoreg/io/manifest.h"
 #include "autoreg/registration/affine.h"
 #include "autoreg/registration/model_file.h"
-#include "autoreg/registration/train.h"
+#include "autoreg/registration/training_set.h"
 
 namespace autoreg::pipeline {
 

@@ -1,4 +1,4 @@
-// The AutoReg registration network (DESIGN.md, "The method"): a Siamese feature cell F
+// The AutoReg registration network (docs/design.md, "The method"): a Siamese feature cell F
 // (1/2- and 1/4-scale features of both images), a deformation cell D at 1/4 scale that
 // predicts a coarse field from the two images' features and their matching cost, and a
 // deformation cell D at 1/2 scale that refines it from the moving features warped by the

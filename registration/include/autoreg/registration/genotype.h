@@ -1,4 +1,4 @@
-// A genotype: the operation on each of the 12 edges of the AutoReg network (DESIGN.md):
+// A genotype: the operation on each of the 12 edges of the AutoReg network (docs/design.md, "The method"):
 //   edges 0–5   feature cell F (1→16 stride 2, 16→16, 16→16, 16→32 stride 2, 32→32, 32→32)
 //   edges 6–8   deformation cell D at 1/4 scale (in→48, 48→32, 32→16)
 //   edges 9–11  deformation cell D at 1/2 scale (in→48, 48→32, 32→16)

@@ -1,4 +1,4 @@
-// A trained registration model and its file (.autoreg, DESIGN.md): self-describing
+// A trained registration model and its file (.autoreg, docs/formats.md): self-describing
 // (format version, network kind and genotype, network options, the grid and intensity
 // normalisation it expects, notes on how it was trained) and the weights, in the
 // archive container (archive.h). Loading needs no other file; saving and loading

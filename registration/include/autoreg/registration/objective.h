@@ -1,4 +1,4 @@
-// The training objective as weighted terms (DESIGN.md, "Losses"): what `autoreg train`
+// The training objective as weighted terms (docs/design.md, "The method"): what `autoreg train`
 // minimises and what the search's λ weighs. Every term is a loss (lower is better):
 //   ncc9          1 − local NCC, window 9, at the model grid
 //   ncc7_half     1 − local NCC, window 7, both images average-pooled to 1/2 scale

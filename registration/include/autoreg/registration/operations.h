@@ -1,4 +1,4 @@
-// The candidate operations of the AutoReg search space (DESIGN.md, "The method"): what
+// The candidate operations of the AutoReg search space (docs/design.md, "The method"): what
 // one edge of a cell may be. Each is a convolution followed by LeakyReLU(0.2), with no
 // normalisation, padded so that a stride-1 edge keeps the size and a stride-2 edge
 // halves it (rounding up).

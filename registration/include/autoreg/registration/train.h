@@ -23,26 +23,13 @@
 #include "autoreg/registration/fault_guard.h"
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/objective.h"
+#include "autoreg/registration/training_set.h"
 
 namespace torch::optim {
 class Adam;
 }
 
 namespace autoreg::registration {
-
-struct Subject {
-  std::string name;
-  at::Tensor image;   // 1×1×D×H×W float32 in [0, 1] on the model grid; undefined: labels only
-  at::Tensor labels;  // 1×1×D×H×W int32 on the model grid; undefined: none
-};
-
-// Pairwise mode with one training subject: it is paired with deformed copies of itself
-// (needs augmentation).
-struct TrainingSet {
-  std::vector<Subject> train, validation;
-  std::optional<Subject> atlas;  // atlas mode when set, pairwise otherwise
-  at::Tensor intensity_table;    // for synthetic images (augment.h); undefined: none
-};
 
 struct TrainOptions {
   int64_t steps = 1000;

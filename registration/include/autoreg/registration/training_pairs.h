@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "autoreg/registration/network.h"
-#include "autoreg/registration/train.h"
+#include "autoreg/registration/training_set.h"
 
 namespace autoreg::registration {
 

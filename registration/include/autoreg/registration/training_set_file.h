@@ -15,7 +15,7 @@
 #include <string>
 
 #include "autoreg/registration/model_file.h"
-#include "autoreg/registration/train.h"
+#include "autoreg/registration/training_set.h"
 
 namespace autoreg::registration {
 

@@ -10,7 +10,7 @@
 //
 // Measured on OASIS-TRT at 40×40×48 (4 mm), 600 steps of ω alone: the default network's
 // NCC loss fell 0.69 → 0.54; a supernet trained on sampled paths stayed at 0.70 with
-// independent candidates and with shared ones alike (README, "Search"); with shared
+// independent candidates and with shared ones alike (docs/search.md); with shared
 // kernels, the default-path warm-up and the mixed path it kept falling (0.575 → 0.562).
 #pragma once
 

@@ -1,6 +1,6 @@
 // What each candidate operation costs on each edge at the search grid, measured on this
 // machine (oneDNN runs 5³ convolutions at about twice the FLOP rate of 3³ ones, so cost
-// is measured, not derived from FLOPs; DESIGN.md, performance notes), and what follows
+// is measured, not derived from FLOPs; docs/design.md, "Performance notes"), and what follows
 // from it: the expected forward time of the supernet's distribution, which enters α's
 // objective, the candidates a forward-time budget allows, and the genotype derived under
 // that budget.

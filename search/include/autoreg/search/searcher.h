@@ -1,4 +1,4 @@
-// The triple-level search (DESIGN.md, "The method"): network weights ω, architecture α
+// The triple-level search (docs/design.md, "The method"): network weights ω, architecture α
 // and objective weights λ, on a training set already on the model grid (as the trainer
 // takes it; `autoreg search` builds it from a manifest).
 //
@@ -57,7 +57,8 @@
 #include "autoreg/registration/collective.h"
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/objective.h"
-#include "autoreg/registration/train.h"
+#include "autoreg/registration/fault_guard.h"
+#include "autoreg/registration/training_set.h"
 #include "autoreg/registration/training_pairs.h"
 #include "autoreg/search/op_cost.h"
 #include "autoreg/search/supernet.h"
@@ -86,7 +87,7 @@ struct SearchOptions {
   std::string order = "first";      // first | second (α's gradient)
   // ω's path: mixed (DARTS: every allowed candidate, weighted by softmax(α)) or sampled
   // (GDAS: one candidate per edge and step, about one network's cost). Mixed by default:
-  // on OASIS-TRT a sampled supernet did not train (README, "Search": its NCC loss stayed
+  // on OASIS-TRT a sampled supernet did not train (docs/search.md: its NCC loss stayed
   // where it started, or, warmed up on the base path, rose back within 50 steps and the
   // base network's validation Dice fell to 0.14), the mixed one went on learning as the
   // default network does, at ~7× its step time.
@@ -119,7 +120,7 @@ struct SearchOptions {
   // genotype (base_logit) it pulls every edge towards uniform at Adam's normalised rate
   // whatever the signal (in the first OASIS-TRT search every edge's entropy rose); but
   // that search's genotype beat the default one at equal λ, and the one search without
-  // decay diverged (README, "Search"), so it stays until a search without it is scored.
+  // decay diverged (docs/search.md), so it stays until a search without it is scored.
   double architecture_weight_decay = 1e-3;
   double objective_lr = 3e-2;       // Adam on ρ = log λ
   // λ's overall scale (the geometric mean of the searched weights) stays where it started:

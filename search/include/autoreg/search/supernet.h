@@ -1,4 +1,4 @@
-// The search space as one network (DESIGN.md, "The method"; issue: the triple-level
+// The search space as one network (docs/design.md, "The method"; issue: the triple-level
 // search): the AutoReg network whose searched edges are mixed edges over the 8 candidate
 // operations, with the architecture parameters α (12 × 8, one row per edge, columns in
 // registration::kOperations order) kept apart from the weights ω.

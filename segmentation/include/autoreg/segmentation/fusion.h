@@ -1,6 +1,6 @@
 // Label fusion: the label maps of several atlases, already carried onto the target's grid
 // by registration, combined into one segmentation of the target. No files and no ITK:
-// tensors in, tensors out (DESIGN.md, segmentation/).
+// tensors in, tensors out (docs/design.md, "Rooms and layers").
 //
 // Three methods, one vote: at each voxel every atlas votes for its label with a weight,
 // and the label with the largest total wins.

@@ -1,6 +1,7 @@
 // The search's report: one self-contained HTML page (no script, no external file, no
 // plotting library) with SVG plots drawn here, from the search's JSON-lines log and its
-// summary (genotype.json). What `autoreg search` writes as report.html.
+// summary (genotype.json). What `autoreg search` writes as report.html. It reads only
+// JSON: no LibTorch, beside the other reports (the QC pictures and their index.html).
 //
 // The log (search.log.jsonl), one JSON object per step:
 //   step            int, steps done (this one included)
@@ -41,14 +42,14 @@
 #include <string>
 #include <vector>
 
-namespace autoreg::search {
+namespace autoreg::qc {
 
 // The page. Lines of the log that lack a field are skipped in the plots that need it.
 // Throws std::invalid_argument when the summary lacks genotype, edges or operations.
-std::string render_report(const std::vector<nlohmann::json>& log, const nlohmann::json& summary);
+std::string render_search_report(const std::vector<nlohmann::json>& log, const nlohmann::json& summary);
 
 // The lines of a JSON-lines file; lines that do not parse (a last line cut short by a
 // kill) are skipped. Throws std::runtime_error naming the file when it cannot be read.
 std::vector<nlohmann::json> read_json_lines(const std::string& path);
 
-}  // namespace autoreg::search
+}  // namespace autoreg::qc

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "autoreg/search/report.h"
+#include "autoreg/qc/search_report.h"
 
-namespace autoreg::search {
+namespace autoreg::qc {
 namespace {
 
 using nlohmann::json;
@@ -132,7 +132,7 @@ void expect_well_formed(const std::string& page) {
 TEST(Report, NamesEveryEdgeAndOperationAndDrawsTheSmallMultiples) {
   json summary = synthetic_summary();
   summary["seed"] = 20240917;  // integers are shown in full, not to a few digits
-  const std::string page = render_report(synthetic_log(), summary);
+  const std::string page = render_search_report(synthetic_log(), summary);
   expect_well_formed(page);
   EXPECT_NE(page.find(">20240917<"), std::string::npos);
   for (const std::string& e : kEdgeNames) EXPECT_NE(page.find(">" + e + "<"), std::string::npos) << e;
@@ -160,7 +160,7 @@ TEST(Report, NamesEveryEdgeAndOperationAndDrawsTheSmallMultiples) {
 TEST(Report, EscapesTextFromTheSummary) {
   json summary = synthetic_summary();
   summary["mode"] = "<script>alert(\"x\") & more</script>";
-  const std::string page = render_report(synthetic_log(5), summary);
+  const std::string page = render_search_report(synthetic_log(5), summary);
   expect_well_formed(page);
   EXPECT_EQ(page.find("<script>"), std::string::npos);
   EXPECT_NE(page.find("&lt;script&gt;alert(&quot;x&quot;) &amp; more&lt;/script&gt;"), std::string::npos);
@@ -170,25 +170,25 @@ TEST(Report, RejectsASummaryWithoutItsNames) {
   for (const char* key : {"genotype", "edges", "operations"}) {
     json summary = synthetic_summary();
     summary.erase(key);
-    EXPECT_THROW(render_report(synthetic_log(3), summary), std::invalid_argument) << key;
+    EXPECT_THROW(render_search_report(synthetic_log(3), summary), std::invalid_argument) << key;
   }
   json short_edges = synthetic_summary();
   short_edges["edges"].erase(11);
-  EXPECT_THROW(render_report({}, short_edges), std::invalid_argument);
+  EXPECT_THROW(render_search_report({}, short_edges), std::invalid_argument);
   json numbers = synthetic_summary();
   numbers["operations"][3] = 3;
-  EXPECT_THROW(render_report({}, numbers), std::invalid_argument);
-  EXPECT_THROW(render_report({}, json::array()), std::invalid_argument);
+  EXPECT_THROW(render_search_report({}, numbers), std::invalid_argument);
+  EXPECT_THROW(render_search_report({}, json::array()), std::invalid_argument);
 }
 
 TEST(Report, RendersAnEmptyLogAndASingleLine) {
-  const std::string empty = render_report({}, synthetic_summary());
+  const std::string empty = render_search_report({}, synthetic_summary());
   expect_well_formed(empty);
   EXPECT_EQ(count(empty, "edge-chart"), 12u);
   EXPECT_EQ(count(empty, "<polyline"), 0u);
   EXPECT_NE(empty.find("no data"), std::string::npos);
 
-  const std::string one = render_report(synthetic_log(1), synthetic_summary());
+  const std::string one = render_search_report(synthetic_log(1), synthetic_summary());
   expect_well_formed(one);
   EXPECT_EQ(count(one, "<polyline"), 12u * 8u + 5u + 1u);  // α, λ, predicted time; no Dice yet
 }
@@ -214,7 +214,7 @@ TEST(Report, SkipsMissingNullAndNonFiniteValues) {
   summary["entropy_end"] = nullptr;
   summary["validation_dice"] = nullptr;
   summary["budget_ms"] = 0;
-  const std::string page = render_report(log, summary);
+  const std::string page = render_search_report(log, summary);
   expect_well_formed(page);
   EXPECT_EQ(count(page, "class=\"hmark\""), 0u);  // a budget of 0 is none
   EXPECT_NE(page.find("budget none"), std::string::npos);
@@ -249,4 +249,4 @@ TEST_F(ReadJsonLines, NamesAFileThatCannotBeOpened) {
 }
 
 }  // namespace
-}  // namespace autoreg::search
+}  // namespace autoreg::qc

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <sstream>
 
-namespace autoreg::search::svg {
+namespace autoreg::qc::svg {
 
 std::string num(double value, int decimals) {
   if (!std::isfinite(value)) return "0";
@@ -242,4 +242,4 @@ std::string line_chart(const std::vector<Series>& series, const ChartOptions& o)
   return s.str();
 }
 
-}  // namespace autoreg::search::svg
+}  // namespace autoreg::qc::svg

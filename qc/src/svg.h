@@ -10,7 +10,7 @@
 
 #include "autoreg/base/html.h"
 
-namespace autoreg::search::svg {
+namespace autoreg::qc::svg {
 
 // Text made safe for HTML and SVG content and attribute values (& < > " ').
 inline std::string escape(const std::string& text) { return base::escape_html(text); }
@@ -66,4 +66,4 @@ struct ChartOptions {
 // it draws empty axes and says so.
 std::string line_chart(const std::vector<Series>& series, const ChartOptions& options);
 
-}  // namespace autoreg::search::svg
+}  // namespace autoreg::qc::svg

@@ -1,4 +1,4 @@
-#include "autoreg/search/report.h"
+#include "autoreg/qc/search_report.h"
 
 #include <algorithm>
 #include <array>
@@ -10,7 +10,7 @@
 
 #include "svg.h"
 
-namespace autoreg::search {
+namespace autoreg::qc {
 
 namespace {
 
@@ -79,7 +79,7 @@ std::vector<std::string> strings(const json& summary, const char* key, size_t co
   bool ok = j.is_array() && j.size() == count;
   for (size_t i = 0; ok && i < count; ++i) ok = j[i].is_string();
   if (!ok) {
-    throw std::invalid_argument("render_report: the summary's '" + std::string(key) + "' must be an array of " +
+    throw std::invalid_argument("render_search_report: the summary's '" + std::string(key) + "' must be an array of " +
                                 std::to_string(count) + " strings, got " +
                                 (j.is_null() ? std::string("nothing") : j.dump(-1, ' ', false, json::error_handler_t::replace).substr(0, 200)));
   }
@@ -346,7 +346,7 @@ svg .edge-name { font-weight: 600; }
 
 }  // namespace
 
-std::string render_report(const std::vector<json>& log, const json& summary) {
+std::string render_search_report(const std::vector<json>& log, const json& summary) {
   const Shape s = check(summary);
   const auto marks = phase_changes(log);
   std::vector<svg::HorizontalMark> budget;
@@ -386,4 +386,4 @@ std::vector<json> read_json_lines(const std::string& path) {
   return lines;
 }
 
-}  // namespace autoreg::search
+}  // namespace autoreg::qc
