@@ -44,12 +44,12 @@ int run_search(int argc, char** argv) {
                            paths = {"sampled", "mixed"};
   TCLAP::ValuesConstraint<std::string> mode_allowed(modes), order_allowed(orders), edges_allowed(edge_sets),
       path_allowed(paths);
-  TCLAP::ValueArg<std::string> mode("", "mode", "joint (default: ω, α and λ in one loop) or sequential (α, then λ on the derived architecture)", false, d.mode, &mode_allowed, cmd);
-  TCLAP::ValueArg<std::string> order("", "order", "α's gradient: first (default) or second order (finite-difference Hessian-vector product)", false, d.order, &order_allowed, cmd);
-  TCLAP::ValueArg<std::string> edges("", "edges", "searched edges: all (default, 12), deformation (the 6 D-cell edges) or none (only λ, on --genotype)", false, d.edges, &edges_allowed, cmd);
+  TCLAP::ValueArg<std::string> mode("", "mode", "joint (default: ω, α and λ in one loop) or sequential (α, then λ on the derived architecture)", false, search::to_string(d.mode), &mode_allowed, cmd);
+  TCLAP::ValueArg<std::string> order("", "order", "α's gradient: first (default) or second order (finite-difference Hessian-vector product)", false, search::to_string(d.order), &order_allowed, cmd);
+  TCLAP::ValueArg<std::string> edges("", "edges", "searched edges: all (default, 12), deformation (the 6 D-cell edges) or none (only λ, on --genotype)", false, search::to_string(d.edges), &edges_allowed, cmd);
   TCLAP::ValueArg<std::string> genotype("", "genotype", "the base genotype: the operations of edges that are not searched, and α's starting point with --base-logit (default: the default network's)", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> path("", "path", "the weights' path: mixed (default, DARTS: every allowed candidate, ~7x a network's step) or sampled (GDAS: one candidate per edge and step; did not train on OASIS-TRT, see docs/search.md)", false, d.path, &path_allowed, cmd);
-  TCLAP::ValueArg<std::string> arch_path("", "arch-path", "α's gradient: mixed (default, DARTS: every allowed candidate) or sampled (GDAS straight-through on the step's path)", false, d.arch_path, &path_allowed, cmd);
+  TCLAP::ValueArg<std::string> path("", "path", "the weights' path: mixed (default, DARTS: every allowed candidate, ~7x a network's step) or sampled (GDAS: one candidate per edge and step; did not train on OASIS-TRT, see docs/search.md)", false, search::to_string(d.path), &path_allowed, cmd);
+  TCLAP::ValueArg<std::string> arch_path("", "arch-path", "α's gradient: mixed (default, DARTS: every allowed candidate) or sampled (GDAS straight-through on the step's path)", false, search::to_string(d.arch_path), &path_allowed, cmd);
   TCLAP::ValueArg<double> max_forward("", "max-forward-ms", "forward-time budget of the derived network at the model grid on this machine (default: the default network's; 0: none)", false, 0, "X", cmd);
   TCLAP::ValueArg<double> latency_weight("", "latency-weight", "weight of the expected forward time (÷ the default network's) in α's objective, always on (default 0: only the budget counts)", false, d.latency_weight, "W", cmd);
   TCLAP::ValueArg<double> update_crop("", "update-crop", "α and λ updates see a random box of the pairs, this share of each axis (default 0.6; 1: whole volumes)", false, d.update_crop, "F", cmd);
@@ -65,7 +65,7 @@ int run_search(int argc, char** argv) {
   TCLAP::ValueArg<double> objective_lr("", "objective-lr", "Adam learning rate of log λ (default 3e-2)", false, d.objective_lr, "R", cmd);
   std::vector<std::string> scales = {"fixed", "free"};
   TCLAP::ValuesConstraint<std::string> scale_allowed(scales);
-  TCLAP::ValueArg<std::string> objective_scale("", "objective-scale", "fixed (default: λ's updates change the mix of the searched terms, not their overall weight against soft Dice; one unrolled step is biased towards shrinking them all) or free", false, d.objective_scale, &scale_allowed, cmd);
+  TCLAP::ValueArg<std::string> objective_scale("", "objective-scale", "fixed (default: λ's updates change the mix of the searched terms, not their overall weight against soft Dice; one unrolled step is biased towards shrinking them all) or free", false, d.fixed_objective_scale ? "fixed" : "free", &scale_allowed, cmd);
   TCLAP::ValueArg<double> dice_weight("", "dice-weight", "weight of soft Dice on training label maps (default 1; 0 = unsupervised)", false, d.dice_weight, "W", cmd);
   TCLAP::ValueArg<std::string> terms("", "terms", "the objective terms whose weights are searched (default ncc9,ncc7_half,ncc5_quarter,smoothness; add mind for multimodal data, with a positive starting weight in --initial-objective; none: λ stays at --initial-objective)", false, "", "LIST", cmd);
   TCLAP::ValueArg<std::string> initial("", "initial-objective", "starting λ (default ncc9=1,ncc7_half=0.5,ncc5_quarter=0.25,smoothness=1)", false, "", "WEIGHTS", cmd);
@@ -82,7 +82,7 @@ int run_search(int argc, char** argv) {
   TCLAP::ValueArg<int64_t> batch("", "batch", "pairs per step over all ranks, the global batch, search and retraining (default: one per rank; resumed: the checkpoint's)", false, 1, "G", cmd);
   std::vector<std::string> validations = {"decoupled", "inline", "off"};
   TCLAP::ValuesConstraint<std::string> validation_allowed(validations);
-  TCLAP::ValueArg<std::string> validation("", "validation", "decoupled (default: a separate process evaluates each checkpoint of the search, DIR/search.validation.jsonl, and of the retraining, DIR/retrain.validation.jsonl, and keeps the best, DIR/search.best.ckpt and DIR/retrain.best.autoreg), inline (every --validate-every steps; the search waits) or off", false, d.validation, &validation_allowed, cmd);
+  TCLAP::ValueArg<std::string> validation("", "validation", "decoupled (default: a separate process evaluates each checkpoint of the search, DIR/search.validation.jsonl, and of the retraining, DIR/retrain.validation.jsonl, and keeps the best, DIR/search.best.ckpt and DIR/retrain.best.autoreg), inline (every --validate-every steps; the search waits) or off", false, pipeline::to_string(d.validation), &validation_allowed, cmd);
   TCLAP::ValueArg<int> validation_threads("", "validation-threads", "threads of the decoupled validation process (default 1)", false, d.validation_threads, "T", cmd);
   TCLAP::SwitchArg evaluate("", "evaluate", "evaluate this search's checkpoints as they are written instead of searching (the decoupled validation: the search starts one itself; run the search's command with --evaluate, e.g. on another machine sharing DIR): DIR/search.validation.jsonl, the best as DIR/search.best.ckpt", cmd, false);
   TCLAP::SwitchArg sync_checkpoints("", "sync-checkpoints", "write checkpoints in the search's thread (default: in the background)", cmd, false);
@@ -100,12 +100,12 @@ int run_search(int argc, char** argv) {
   if (retrain_steps.isSet()) s.retrain_steps = retrain_steps.getValue();
   if (grid.isSet()) s.grid = parse_grid(grid.getValue());
   s.spacing = spacing.getValue();
-  s.mode = mode.getValue();
-  s.order = order.getValue();
-  s.edges = edges.getValue();
+  s.mode = search::parse_mode(mode.getValue());  // the values TCLAP allowed: no throw
+  s.order = search::parse_order(order.getValue());
+  s.edges = search::parse_edge_set(edges.getValue());
   s.genotype = genotype.getValue();
-  s.path = path.getValue();
-  s.arch_path = arch_path.getValue();
+  s.path = search::parse_path(path.getValue());
+  s.arch_path = search::parse_path(arch_path.getValue());
   if (max_forward.isSet()) s.max_forward_ms = max_forward.getValue();
   s.latency_weight = latency_weight.getValue();
   s.update_crop = update_crop.getValue();
@@ -119,7 +119,7 @@ int run_search(int argc, char** argv) {
   s.arch_lr = arch_lr.getValue();
   s.arch_weight_decay = arch_decay.getValue();
   s.objective_lr = objective_lr.getValue();
-  s.objective_scale = objective_scale.getValue();
+  s.fixed_objective_scale = objective_scale.getValue() == "fixed";
   s.dice_weight = dice_weight.getValue();
   s.terms = terms.getValue();
   s.initial_objective = initial.getValue();
@@ -134,7 +134,7 @@ int run_search(int argc, char** argv) {
   s.device = device.value();
   s.threads = threads.value();
   if (batch.isSet()) s.batch = batch.getValue();
-  s.validation = validation.getValue();
+  s.validation = pipeline::parse_validation(validation.getValue());
   s.validation_threads = validation_threads.getValue();
   s.evaluate = evaluate.getValue();
   s.sync_checkpoints = sync_checkpoints.getValue();

@@ -58,7 +58,7 @@ int run_train(int argc, char** argv) {
   TCLAP::ValueArg<double> max_unreadable("", "max-unreadable", "share of manifest rows that may be unreadable (reported, skipped and listed in <out>.failures.jsonl; default 0: none)", false, d.max_unreadable, "F", cmd);
   std::vector<std::string> validations = {"decoupled", "inline", "off"};
   TCLAP::ValuesConstraint<std::string> validation_allowed(validations);
-  TCLAP::ValueArg<std::string> validation("", "validation", "decoupled (default: a separate process evaluates each checkpoint, <out>.validation.jsonl, and keeps the best, <out>.best.ckpt), inline (every --validate-every steps; training waits) or off", false, d.validation, &validation_allowed, cmd);
+  TCLAP::ValueArg<std::string> validation("", "validation", "decoupled (default: a separate process evaluates each checkpoint, <out>.validation.jsonl, and keeps the best, <out>.best.ckpt), inline (every --validate-every steps; training waits) or off", false, pipeline::to_string(d.validation), &validation_allowed, cmd);
   TCLAP::ValueArg<int> validation_threads("", "validation-threads", "threads of the decoupled validation process (default 1)", false, d.validation_threads, "T", cmd);
   TCLAP::SwitchArg sync_checkpoints("", "sync-checkpoints", "write checkpoints in the training thread, not in the background (to measure what that costs)", cmd, false);
   ScaleOutArgs scale(cmd);
@@ -95,7 +95,7 @@ int run_train(int argc, char** argv) {
   s.validate_every = validate_every.getValue();
   if (batch.isSet()) s.batch = batch.getValue();
   s.sync_checkpoints = sync_checkpoints.getValue();
-  s.validation = validation.getValue();
+  s.validation = pipeline::parse_validation(validation.getValue());
   s.validation_threads = validation_threads.getValue();
   s.max_unreadable = max_unreadable.getValue();
   s.scale = scale.settings();

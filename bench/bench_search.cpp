@@ -122,10 +122,10 @@ void register_search_benchmarks() {
     reg("search_cost/search_step/" + name, [change](benchmark::State& st) { search_step(st, change); }, iterations);
   };
   step("default", [](Options&) {}, 3);
-  step("second_order", [](Options& o) { o.order = "second"; }, 3);
+  step("second_order", [](Options& o) { o.order = search::Order::Second; }, 3);
   // ω's mixed steps on whole volumes (the default before --weight-crop 0.6).
   step("whole_volumes", [](Options& o) { o.weight_crop = 1; }, 2);
-  step("gdas", [](Options& o) { o.path = o.architecture_path = "sampled"; o.weight_crop = 1; }, 3);
+  step("gdas", [](Options& o) { o.path = o.architecture_path = search::Path::Sampled; o.weight_crop = 1; }, 3);
   // DARTS as published: every candidate on every edge (no budget), whole volumes.
   step("darts_full", [](Options& o) { o.budget_ms = 0; o.update_crop = 1; }, 1);
 }

@@ -77,21 +77,16 @@ struct Best {
   }
 };
 
-void adapt_job(const AdaptSettings& s) {
-  const Paths p = paths(s);
-  io::check_output(p.out);
-  io::check_output(p.log);
-  const std::string& checkpoint = p.checkpoint;
-  if (s.run.resume && !fs::exists(checkpoint)) throw UsageError("--resume: no checkpoint " + checkpoint + " to resume from");
-
-  registration::Model model = registration::load_model(p.model);
-  const std::string base_checksum = registration::weights_checksum(*model.network);
+// The trainer's options: the base model's own objective, the method's parameters and
+// learning rate.
+registration::TrainOptions adapt_options(const AdaptSettings& s, registration::Model& model, const Paths& p,
+                                         const std::string& base_checksum) {
   registration::TrainOptions o;
   o.steps = s.steps;
   o.device = s.run.device;
   o.seed = s.run.seed;
   take_objective(model.info, o, p.model);
-  if (s.method == "ftm") {
+  if (s.method == AdaptMethod::Ftm) {
     registration::add_feature_transforms(model);  // identity; an adapted model's are kept
     o.trainable = "feature_transforms";
     o.learning_rate = s.learning_rate.value_or(1e-3);
@@ -99,8 +94,13 @@ void adapt_job(const AdaptSettings& s) {
     o.trainable = "all";
     o.learning_rate = s.learning_rate.value_or(1e-4);
   }
-  o.run_fields = {{"method", s.method}, {"base-model", base_checksum}};
+  o.run_fields = {{"method", to_string(s.method)}, {"base-model", base_checksum}};
+  return o;
+}
 
+// The new domain's scans on the model's own grid (fixed: its grid, spacing, orientation).
+registration::TrainingSet adapt_data(const Paths& p, const registration::Model& model,
+                                     const registration::TrainOptions& o) {
   const io::Manifest manifest = io::read_manifest(p.manifest);
   for (const auto& row : manifest.rows) {
     if (row.split != "test" && row.image.empty()) {
@@ -108,17 +108,16 @@ void adapt_job(const AdaptSettings& s) {
                         ": adaptation learns from the new domain's images; this row has none");
     }
   }
-  pipeline::DatasetOptions dataset;
+  DatasetOptions dataset;
   dataset.cache_dir = p.cache;
   dataset.one_subject_pairs = true;
   dataset.affine.similarity = o.objective && o.objective->lambda[registration::kMind] > 0 ? "mind" : o.similarity;
   dataset.progress = [](const std::string& line) { std::fprintf(stderr, "preprocess: %s\n", line.c_str()); };
-  registration::ModelInfo grid = model.info;  // the model's grid, spacing, orientation: fixed
-  registration::TrainingSet data;
+  registration::ModelInfo grid = model.info;
   const bool cache_existed = fs::exists(p.cache);
   try {
     try {
-      data = pipeline::load_training_set(manifest, grid, model.network->size_multiple(), dataset);
+      return load_training_set(manifest, grid, model.network->size_multiple(), dataset);
     } catch (const std::invalid_argument& e) {
       throw io::IoError(e.what());  // names the manifest
     }
@@ -127,10 +126,54 @@ void adapt_job(const AdaptSettings& s) {
     if (!cache_existed) fs::remove_all(p.cache, ec);  // bad input leaves nothing behind
     throw;
   }
-  const size_t subjects = data.train.size();
+}
+
+// What the adapted model's notes say of its adaptation.
+struct Adapted {
+  std::string base_checksum;
+  size_t subjects = 0;
+  int64_t steps_run = 0, parameters = 0;
+  double learning_rate = 0, seconds = 0;
+};
+
+void note_adaptation(registration::ModelInfo& info, const AdaptSettings& s, const Paths& p, const Best& best,
+                     const Adapted& a) {
+  std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
+  auto& notes = info.notes;
+  notes.erase("adapt_best_step");
+  notes.erase("adapt_best_dice");
+  notes["adapted"] = date;
+  notes["adapted_from"] = fs::path(p.model).filename().string();
+  notes["adapted_from_weights"] = a.base_checksum;
+  notes["adapt_method"] = to_string(s.method);
+  notes["adapt_manifest"] = fs::path(p.manifest).filename().string();
+  notes["adapt_subjects"] = std::to_string(a.subjects);
+  notes["adapt_steps"] = std::to_string(best.dice >= 0 ? best.step : a.steps_run);
+  notes["adapt_steps_run"] = std::to_string(a.steps_run);
+  notes["adapt_parameters"] = std::to_string(a.parameters);
+  notes["adapt_learning_rate"] = std::to_string(a.learning_rate);
+  notes["adapt_seconds"] = std::to_string(a.seconds);
+  if (best.dice >= 0) notes["adapt_validation_dice"] = std::to_string(best.dice);
+}
+
+void adapt_job(const AdaptSettings& s) {
+  const Paths p = paths(s);
+  io::check_output(p.out);
+  io::check_output(p.log);
+  const std::string& checkpoint = p.checkpoint;
+  if (s.run.resume && !fs::exists(checkpoint)) throw UsageError("--resume: no checkpoint " + checkpoint + " to resume from");
+
+  registration::Model model = registration::load_model(p.model);
+  Adapted adapted;
+  adapted.base_checksum = registration::weights_checksum(*model.network);
+  const registration::TrainOptions o = adapt_options(s, model, p, adapted.base_checksum);
+  const registration::TrainingSet data = adapt_data(p, model, o);
+  adapted.subjects = data.train.size();
   std::fprintf(stderr, "adapting %s (%s) to %zu subject%s (%s), %zu validation subject%s; %s\n",
-               p.model.c_str(), s.method.c_str(), subjects, subjects == 1 ? "" : "s",
-               data.atlas ? "atlas mode" : subjects == 1 ? "paired with deformed copies of itself" : "pairwise",
+               p.model.c_str(), to_string(s.method), adapted.subjects, adapted.subjects == 1 ? "" : "s",
+               data.atlas ? "atlas mode" : adapted.subjects == 1 ? "paired with deformed copies of itself" : "pairwise",
                data.validation.size(), data.validation.size() == 1 ? "" : "s",
                o.objective ? ("objective " + o.objective->to_string()).c_str() : ("similarity " + o.similarity).c_str());
 
@@ -142,17 +185,16 @@ void adapt_job(const AdaptSettings& s) {
     throw io::IoError(p.manifest + ": " + e.what());
   }
   registration::Trainer& trainer = *made;
-  int64_t parameters = 0;
-  for (const at::Tensor& t : s.method == "ftm" ? model.network->feature_transform_parameters() : model.network->parameters()) {
-    parameters += t.numel();
+  for (const at::Tensor& t : s.method == AdaptMethod::Ftm ? model.network->feature_transform_parameters() : model.network->parameters()) {
+    adapted.parameters += t.numel();
   }
-  std::fprintf(stderr, "training %ld parameters\n", long(parameters));
+  std::fprintf(stderr, "training %ld parameters\n", long(adapted.parameters));
 
-  Best best{p.out + ".best"};
-  double earlier_seconds = 0;
+  Best best{p.best};
+  TrainingLoop loop;
   if (s.run.resume) {
     trainer.resume(checkpoint);
-    earlier_seconds = cut_log_to(p.log, trainer.step());
+    loop.earlier_seconds = cut_log_to(p.log, trainer.step());
     best.read();
     std::fprintf(stderr, "resumed from %s at step %ld\n", checkpoint.c_str(), long(trainer.step()));
   } else {
@@ -174,17 +216,15 @@ void adapt_job(const AdaptSettings& s) {
     std::fprintf(stderr, "validation Dice before adaptation %.4f\n", dice);
     on_validated(0, dice);
   }
-  TrainingLoop loop;
   loop.label = "adapt";
   loop.log = p.log;
   loop.checkpoint = checkpoint;
   loop.steps = o.steps;
-  loop.earlier_seconds = earlier_seconds;
   loop.checkpoint_every = s.checkpoint_every;
   loop.validate_every = s.validate_every;
-  loop.validation = trainer.validation_pair_count() > 0 ? "inline" : "off";
+  loop.validation = trainer.validation_pair_count() > 0 ? Validation::Inline : Validation::Off;
   loop.on_validated = on_validated;
-  if (loop.validation == "off") {
+  if (loop.validation == Validation::Off) {
     std::fprintf(stderr, "note: no validation: the last step is kept (labelled 'val' rows, two or more, pick the best)\n");
   }
   const TrainingOutcome outcome = run_training(trainer, loop);
@@ -196,34 +236,27 @@ void adapt_job(const AdaptSettings& s) {
                  long(trainer.step()));
   }
   result.network->to(at::kCPU);
-  if (s.method == "ftm" && registration::weights_checksum(*result.network) != base_checksum) {
+  if (s.method == AdaptMethod::Ftm && registration::weights_checksum(*result.network) != adapted.base_checksum) {
     throw std::logic_error("ftm adaptation changed the network's weights");  // a bug, never bad input
   }
-  std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
-  auto& notes = result.info.notes;
-  notes.erase("adapt_best_step");
-  notes.erase("adapt_best_dice");
-  notes["adapted"] = date;
-  notes["adapted_from"] = fs::path(p.model).filename().string();
-  notes["adapted_from_weights"] = base_checksum;
-  notes["adapt_method"] = s.method;
-  notes["adapt_manifest"] = fs::path(p.manifest).filename().string();
-  notes["adapt_subjects"] = std::to_string(subjects);
-  notes["adapt_steps"] = std::to_string(best.dice >= 0 ? best.step : trainer.step());
-  notes["adapt_steps_run"] = std::to_string(trainer.step());
-  notes["adapt_parameters"] = std::to_string(parameters);
-  notes["adapt_learning_rate"] = std::to_string(o.learning_rate);
-  notes["adapt_seconds"] = std::to_string(outcome.seconds);
-  if (best.dice >= 0) notes["adapt_validation_dice"] = std::to_string(best.dice);
+  adapted.steps_run = trainer.step();
+  adapted.learning_rate = o.learning_rate;
+  adapted.seconds = outcome.seconds;
+  note_adaptation(result.info, s, p, best, adapted);
   registration::save_model(p.out, result);
-  std::fprintf(stderr, "wrote %s (%s, %ld steps, %s this run)\n", p.out.c_str(), s.method.c_str(),
+  std::fprintf(stderr, "wrote %s (%s, %ld steps, %s this run)\n", p.out.c_str(), to_string(s.method),
                long(trainer.step()), duration(outcome.seconds_this_run).c_str());
 }
 
-
 }  // namespace
+
+const char* to_string(AdaptMethod m) { return m == AdaptMethod::Ftm ? "ftm" : "finetune"; }
+
+AdaptMethod parse_adapt_method(const std::string& name) {
+  if (name == "ftm") return AdaptMethod::Ftm;
+  if (name == "finetune") return AdaptMethod::Finetune;
+  throw UsageError("--method: ftm or finetune, not '" + name + "'");
+}
 
 void validate(const AdaptSettings& s) {
   const Paths p = paths(s);
@@ -232,7 +265,6 @@ void validate(const AdaptSettings& s) {
     if (same_file(*written, p.model)) throw UsageError(*written + " (of --out) is the model being adapted; refusing to overwrite it");
   }
   if (p.out == p.log) throw UsageError("--log and --out name the same file");
-  if (s.method != "ftm" && s.method != "finetune") throw UsageError("--method: ftm or finetune, not '" + s.method + "'");
   if (s.steps < 1) throw UsageError("--steps must be at least 1");
   if (s.learning_rate && !(*s.learning_rate > 0)) throw UsageError("--lr must be > 0");
   if (s.checkpoint_every <= 0 || s.validate_every <= 0) {
@@ -242,7 +274,7 @@ void validate(const AdaptSettings& s) {
 
 std::vector<std::string> to_arguments(const AdaptSettings& s) {
   detail::Arguments a("adapt");
-  a.text("--model", s.model).text("--manifest", s.manifest).text("--out", s.out).text("--method", s.method);
+  a.text("--model", s.model).text("--manifest", s.manifest).text("--out", s.out).text("--method", to_string(s.method));
   a.integer("--steps", s.steps);
   if (s.learning_rate) a.number("--lr", *s.learning_rate);
   a.integer("--checkpoint-every", s.checkpoint_every).integer("--validate-every", s.validate_every);

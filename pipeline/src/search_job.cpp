@@ -64,7 +64,7 @@ void objective_terms(const SearchSettings& s, search::SearchOptions& o) {
       o.initial_objective.lambda[i] = kStart[i];
     }
   }
-  if (s.edges == "none" && std::find(o.searched_terms.begin(), o.searched_terms.end(), true) == o.searched_terms.end()) {
+  if (s.edges == search::EdgeSet::None && std::find(o.searched_terms.begin(), o.searched_terms.end(), true) == o.searched_terms.end()) {
     throw UsageError("--edges none with --terms none: nothing to search (autoreg train trains a fixed network)");
   }
 }
@@ -90,7 +90,7 @@ search::SearchOptions search_options(const SearchSettings& s) {
   o.architecture_lr = s.arch_lr;
   o.architecture_weight_decay = s.arch_weight_decay;
   o.objective_lr = s.objective_lr;
-  o.objective_scale_fixed = s.objective_scale == "fixed";
+  o.objective_scale_fixed = s.fixed_objective_scale;
   o.spike_factor = s.max_gradient_spike;
   o.dice_weight = s.dice_weight;
   o.augment = s.augment;
@@ -123,7 +123,7 @@ SearchParams search_params(const SearchSettings& s) {
   p.options = search_options(s);
   // The default budget is the default network's forward time; with no edge searched the
   // architecture is given, and so is its time.
-  p.default_budget = !s.max_forward_ms && s.edges != "none";
+  p.default_budget = !s.max_forward_ms && s.edges != search::EdgeSet::None;
   p.budget_minutes = s.budget_minutes.value_or(0);
   p.budget_given = s.budget_minutes.has_value();
   p.retrain_steps = s.retrain_steps.value_or(SearchSettings::kRetrainSteps);
@@ -202,7 +202,7 @@ void search_stages(SearchParams p) {
     if (!searcher.notes.count("finished")) {
       // Validation decoupled by default: a watcher process evaluates the checkpoints.
       std::unique_ptr<ValidationProcess> watcher;
-      if (lead && p.validation == "decoupled" && searcher.validation_pair_count() > 0) {
+      if (lead && p.validation == Validation::Decoupled && searcher.validation_pair_count() > 0) {
         watcher = detail::start_search_evaluation(p, out, !p.resume);
         p.evaluations = watcher->results();
       }
@@ -254,6 +254,9 @@ void validate(const SearchSettings& s) {
   if (s.max_gradient_norm < 0) throw UsageError("--max-gradient-norm must be >= 0");
   if (s.arch_weight_decay < 0) throw UsageError("--arch-weight-decay must be >= 0");
   if (s.max_gradient_spike != 0 && !(s.max_gradient_spike > 1)) throw UsageError("--max-gradient-spike must be > 1 (or 0: off)");
+  if (s.path == search::Path::Mixed && s.arch_path == search::Path::Sampled) {
+    throw UsageError("--arch-path sampled needs --path sampled (a mixed path has no sample to take the gradient on)");
+  }
   search::SearchOptions terms;
   objective_terms(s, terms);
   if (s.device == "cuda" && !ops::cuda_available()) throw UsageError("--device cuda: " + ops::cuda_unavailable_reason());
@@ -270,15 +273,15 @@ std::vector<std::string> to_arguments(const SearchSettings& s) {
   if (s.steps) a.integer("--steps", *s.steps);
   if (s.retrain_steps) a.integer("--retrain-steps", *s.retrain_steps);
   a.grid("--grid", s.grid).number("--spacing", s.spacing);
-  a.text("--mode", s.mode).text("--order", s.order).text("--edges", s.edges).text_if("--genotype", s.genotype);
-  a.text("--path", s.path).text("--arch-path", s.arch_path);
+  a.text("--mode", to_string(s.mode)).text("--order", to_string(s.order)).text("--edges", to_string(s.edges));
+  a.text_if("--genotype", s.genotype).text("--path", to_string(s.path)).text("--arch-path", to_string(s.arch_path));
   if (s.max_forward_ms) a.number("--max-forward-ms", *s.max_forward_ms);
   a.number("--latency-weight", s.latency_weight).number("--update-crop", s.update_crop);
   a.number("--weight-crop", s.weight_crop).integer("--arch-every", s.arch_every);
   a.integer("--objective-every", s.objective_every).number("--warmup", s.warmup).number("--base-logit", s.base_logit);
   a.number("--lr", s.learning_rate).number("--max-gradient-norm", s.max_gradient_norm).number("--arch-lr", s.arch_lr);
   a.number("--arch-weight-decay", s.arch_weight_decay).number("--objective-lr", s.objective_lr);
-  a.text("--objective-scale", s.objective_scale).number("--dice-weight", s.dice_weight);
+  a.text("--objective-scale", s.fixed_objective_scale ? "fixed" : "free").number("--dice-weight", s.dice_weight);
   a.text_if("--terms", s.terms).text_if("--initial-objective", s.initial_objective).text_if("--op-cost", s.op_cost);
   a.text_if("--cache", s.cache).flag("--no-augment", !s.augment);
   a.integer("--checkpoint-every", s.checkpoint_every).integer("--validate-every", s.validate_every);
@@ -286,7 +289,7 @@ std::vector<std::string> to_arguments(const SearchSettings& s) {
   a.number("--max-gradient-spike", s.max_gradient_spike).text("--device", s.device);
   if (s.threads > 0) a.integer("--threads", s.threads);
   if (s.batch) a.integer("--batch", *s.batch);
-  a.text("--validation", s.validation).integer("--validation-threads", s.validation_threads);
+  a.text("--validation", to_string(s.validation)).integer("--validation-threads", s.validation_threads);
   a.flag("--evaluate", s.evaluate).flag("--sync-checkpoints", s.sync_checkpoints);
   a.number("--collective-timeout", s.scale.collective_timeout_s);
   a.unsigned_integer("--seed", s.seed).flag("--resume", s.resume);

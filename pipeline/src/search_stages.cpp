@@ -179,7 +179,7 @@ void search_loop(search::Searcher& searcher, const SearchParams& p, const Paths&
     decided = decide();
     const bool last = budget > 0 ? decided.seconds >= budget : searcher.finished();
     nlohmann::json line = search_log_line(searcher, r, decided.seconds);
-    if (lead && p.validation == "inline" && (r.step % p.validate_every == 0 || last)) {
+    if (lead && p.validation == Validation::Inline && (r.step % p.validate_every == 0 || last)) {
       validation = searcher.validate();
       if (std::isfinite(validation)) line["validation_dice"] = validation;
       searcher.notes["validation_dice"] = std::to_string(validation);
@@ -228,11 +228,11 @@ nlohmann::json export_search(search::Searcher& searcher, const SearchParams& p, 
   const double measured = p.lead ? measure_forward_ms(derived, p.info.grid, p.options.device, 3) : 0.0;
   const double dice = std::stod(searcher.notes.count("validation_dice") ? searcher.notes["validation_dice"] : "nan");
   nlohmann::json run = {{"seed", p.options.seed},
-                        {"mode", p.options.mode},
-                        {"order", p.options.order},
-                        {"path", p.options.path},
-                        {"arch_path", p.options.architecture_path},
-                        {"edges_searched", p.options.edges},
+                        {"mode", search::to_string(p.options.mode)},
+                        {"order", search::to_string(p.options.order)},
+                        {"path", search::to_string(p.options.path)},
+                        {"arch_path", search::to_string(p.options.architecture_path)},
+                        {"edges_searched", search::to_string(p.options.edges)},
                         {"budget_ms", p.options.budget_ms},
                         {"default_forward_ms", default_ms},
                         {"measured_forward_ms", measured},
@@ -323,8 +323,9 @@ void retrain(const SearchParams& p, const Paths& out, const registration::Traini
   auto& notes = model.info.notes;
   notes["trained"] = date;
   notes["manifest"] = fs::path(p.manifest).filename().string();
-  notes["found_by"] = "autoreg search (mode " + p.options.mode + ", order " + p.options.order + ", edges " +
-                      p.options.edges + ", path " + p.options.path + ", seed " + std::to_string(p.options.seed) + ")";
+  notes["found_by"] = std::string("autoreg search (mode ") + search::to_string(p.options.mode) + ", order " +
+                      search::to_string(p.options.order) + ", edges " + search::to_string(p.options.edges) + ", path " +
+                      search::to_string(p.options.path) + ", seed " + std::to_string(p.options.seed) + ")";
   notes["objective"] = train.objective->to_string();
   notes["search_seconds"] = std::to_string(summary["search_seconds"].get<double>());
   notes["search_validation_dice"] = summary["validation_dice"].dump();

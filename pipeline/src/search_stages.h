@@ -14,6 +14,7 @@
 #include "autoreg/registration/train.h"
 #include "autoreg/search/op_cost.h"
 #include "autoreg/search/searcher.h"
+#include "autoreg/pipeline/training_loop.h"
 
 namespace autoreg::pipeline::detail {
 
@@ -30,7 +31,7 @@ struct SearchParams {
   double max_unreadable = 0.2;
   bool resume = false;
   bool batch_set = false;        // --batch given (else: one pair per rank, or the checkpoint's)
-  std::string validation = "decoupled";  // the retraining's: decoupled | inline | off (training_loop.h)
+  Validation validation = Validation::Decoupled;  // the search's and the retraining's
   int validation_threads = 1;
   // Data-parallel (scale_out.h): the ranks' sums; rank 0 (lead) alone preprocesses,
   // measures, logs and writes.

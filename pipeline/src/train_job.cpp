@@ -271,9 +271,6 @@ void validate(const TrainSettings& s) {
   }
   if (!(s.feature_noise >= 0)) throw UsageError("--feature-noise must be >= 0");
   if (s.batch && *s.batch < 1) throw UsageError("--batch must be at least 1");
-  if (s.validation != "decoupled" && s.validation != "inline" && s.validation != "off") {
-    throw UsageError("--validation: decoupled, inline or off, not '" + s.validation + "'");
-  }
   if (s.validation_threads < 1) throw UsageError("--validation-threads must be at least 1");
   if (!(s.max_unreadable >= 0 && s.max_unreadable < 1)) throw UsageError("--max-unreadable must be in [0, 1)");
   parallel::validate(s.scale);
@@ -302,7 +299,7 @@ std::vector<std::string> to_arguments(const TrainSettings& s) {
   if (s.run.threads > 0) a.integer("--threads", s.run.threads);
   a.unsigned_integer("--seed", s.run.seed).flag("--resume", s.run.resume);
   if (s.batch) a.integer("--batch", *s.batch);
-  a.number("--max-unreadable", s.max_unreadable).text("--validation", s.validation);
+  a.number("--max-unreadable", s.max_unreadable).text("--validation", to_string(s.validation));
   a.integer("--validation-threads", s.validation_threads).flag("--sync-checkpoints", s.sync_checkpoints);
   a.number("--collective-timeout", s.scale.collective_timeout_s);
   return a.words();

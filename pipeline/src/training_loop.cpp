@@ -33,6 +33,17 @@ void install_stop_handlers() {
 
 bool stop_requested() { return g_stop != 0; }
 
+const char* to_string(Validation v) {
+  return v == Validation::Decoupled ? "decoupled" : v == Validation::Inline ? "inline" : "off";
+}
+
+Validation parse_validation(const std::string& name) {
+  for (Validation v : {Validation::Decoupled, Validation::Inline, Validation::Off}) {
+    if (name == to_string(v)) return v;
+  }
+  throw base::UsageError("--validation: decoupled, inline or off, not '" + name + "'");
+}
+
 TrainingOutcome run_training(registration::Trainer& trainer, const TrainingLoop& loop) {
   const bool lead = trainer.rank() == 0;
   std::ofstream log;
@@ -89,12 +100,12 @@ TrainingOutcome run_training(registration::Trainer& trainer, const TrainingLoop&
                            {"smoothness", r.smoothness}, {"dice_loss", r.dice}, {"gradient_norm", r.gradient_norm},
                            {"rollbacks", r.rollbacks}};
     if (collective) line["allreduce_seconds"] = r.seconds_allreduce;
-    if (lead && loop.validation == "inline" && (r.step % loop.validate_every == 0 || last)) {
+    if (lead && loop.validation == Validation::Inline && (r.step % loop.validate_every == 0 || last)) {
       validation = trainer.validate();
       if (std::isfinite(validation)) line["validation_dice"] = validation;
       if (loop.on_validated) loop.on_validated(r.step, validation);
     }
-    if (lead && loop.validation == "decoupled") {
+    if (lead && loop.validation == Validation::Decoupled) {
       // What the watcher has evaluated since the last look.
       if (const auto e = evaluations.latest()) {
         validation = e->dice;
@@ -133,7 +144,7 @@ TrainingOutcome run_training(registration::Trainer& trainer, const TrainingLoop&
   }
   trainer.finish_checkpoints();
   // Nothing left to run (a finished run resumed): the model's Dice all the same.
-  if (lead && loop.validation == "inline" && trainer.step() == first) validation = trainer.validate();
+  if (lead && loop.validation == Validation::Inline && trainer.step() == first) validation = trainer.validate();
   return {validation, loop.earlier_seconds + elapsed(), elapsed()};
 }
 

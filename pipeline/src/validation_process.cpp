@@ -67,11 +67,11 @@ std::vector<parallel::EvaluatedStep> ValidationProcess::finish() {
   return parallel::read_evaluations(results_, -1);
 }
 
-std::unique_ptr<ValidationProcess> start_validation(const ValidationRun& run, const std::string& mode, bool lead,
+std::unique_ptr<ValidationProcess> start_validation(const ValidationRun& run, Validation mode, bool lead,
                                                     bool has_pairs, TrainingLoop& loop) {
   std::unique_ptr<ValidationProcess> watcher;
-  if (lead && mode == "decoupled" && has_pairs) watcher = std::make_unique<ValidationProcess>(run);
-  loop.validation = watcher ? "decoupled" : mode == "inline" ? "inline" : "off";
+  if (lead && mode == Validation::Decoupled && has_pairs) watcher = std::make_unique<ValidationProcess>(run);
+  loop.validation = watcher ? Validation::Decoupled : mode == Validation::Inline ? Validation::Inline : Validation::Off;
   loop.evaluations = watcher ? watcher->results() : "";
   return watcher;
 }

@@ -50,10 +50,10 @@ class ValidationProcess {
   pid_t pid_ = -1;
 };
 
-// The run's validation as `mode` (decoupled | inline | off) asks, set in `loop`: a
+// The run's validation as `mode` asks, set in `loop`: a
 // decoupled one starts `run`'s watcher (returned) on the lead rank when there are pairs
 // to validate; without them it is off; inline stays inline.
-std::unique_ptr<ValidationProcess> start_validation(const ValidationRun& run, const std::string& mode, bool lead,
+std::unique_ptr<ValidationProcess> start_validation(const ValidationRun& run, Validation mode, bool lead,
                                                     bool has_pairs, TrainingLoop& loop);
 
 }  // namespace autoreg::pipeline

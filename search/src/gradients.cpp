@@ -278,7 +278,7 @@ at::Tensor Searcher::architecture_gradient(const std::vector<Slot>& slots, const
   at::Tensor g;
   double validation_sum = 0;
   std::vector<at::Tensor> none;
-  if (options_.order == "first") {
+  if (options_.order == Order::First) {
     std::vector<at::Tensor> sum;
     for (const Slot& s : slots) {
       prepare_path(true);  // α's mixing weights: a graph of their own for each slot's gradient

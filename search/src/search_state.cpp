@@ -35,13 +35,13 @@ std::vector<std::pair<std::string, std::string>> Searcher::fingerprint() const {
   for (int d = 0; d < 3; ++d) grid += (d ? "x" : "") + std::to_string(info_.grid[d]);
   // Named as the command's options are, so that a refused resume says which one changed.
   return {{"batch", std::to_string(o.batch)},
-          {"mode", o.mode},
-          {"order", o.order},
-          {"path", o.path},
-          {"arch-path", o.architecture_path},
+          {"mode", to_string(o.mode)},
+          {"order", to_string(o.order)},
+          {"path", to_string(o.path)},
+          {"arch-path", to_string(o.architecture_path)},
           {"update-crop", text(o.update_crop)},
           {"weight-crop", text(o.weight_crop)},
-          {"edges", o.edges},
+          {"edges", to_string(o.edges)},
           {"arch-every", std::to_string(o.architecture_every)},
           {"objective-every", std::to_string(o.objective_every)},
           {"lr", text(o.weight_lr)},

@@ -38,14 +38,8 @@ Searcher::Searcher(registration::TrainingSet data, const registration::ModelInfo
       guard_(options_.spike_factor, options_.max_rollbacks),
       writer_(options_.async_checkpoints) {
   const auto& o = options_;
-  if (o.mode != "joint" && o.mode != "sequential") throw std::invalid_argument("mode must be joint or sequential, got '" + o.mode + "'");
-  if (o.order != "first" && o.order != "second") throw std::invalid_argument("order must be first or second, got '" + o.order + "'");
-  if (o.path != "sampled" && o.path != "mixed") throw std::invalid_argument("path must be sampled or mixed, got '" + o.path + "'");
-  if (o.path == "mixed" && o.architecture_path == "sampled") {
+  if (o.path == Path::Mixed && o.architecture_path == Path::Sampled) {
     throw std::invalid_argument("a mixed path has no sample for a sampled architecture gradient");
-  }
-  if (o.architecture_path != "sampled" && o.architecture_path != "mixed") {
-    throw std::invalid_argument("the architecture path must be sampled or mixed, got '" + o.architecture_path + "'");
   }
   if (o.batch <= 0) throw std::invalid_argument("the batch must be positive");
   if (o.steps <= 0 || o.architecture_every <= 0 || o.objective_every <= 0 || o.snapshot_every <= 0) {
@@ -120,7 +114,7 @@ double Searcher::progress() const {
 std::string Searcher::phase() const {
   const double p = progress(), warmup = options_.warmup_fraction;
   if (p < warmup) return "warmup";
-  if (options_.mode == "joint") return "search";
+  if (options_.mode == Mode::Joint) return "search";
   return p < warmup + (1 - warmup) / 2 ? "architecture" : "objective";
 }
 
@@ -165,7 +159,7 @@ registration::ValidationScores Searcher::validation_scores() {
   // The network being trained (prepare_path: the base path in a warm-up on it, the mixed
   // supernet on the mixed path: the derived network alone is another function until it is
   // retrained), except on sampled paths, where it is the derived network.
-  if (options_.path == "sampled" && !fixed_genotype_ && !warming_up_) {
+  if (options_.path == Path::Sampled && !fixed_genotype_ && !warming_up_) {
     supernet_->use_fixed(derived());
   } else {
     prepare_path(false);
@@ -224,7 +218,7 @@ void Searcher::prepare_path(bool alpha_grad) {
     supernet_->use_fixed(*fixed_genotype_);
   } else if (warming_up_) {
     supernet_->use_fixed(info_.network.genotype);
-  } else if (options_.path == "mixed" || (alpha_grad && options_.architecture_path == "mixed")) {
+  } else if (options_.path == Path::Mixed || (alpha_grad && options_.architecture_path == Path::Mixed)) {
     supernet_->use_mixed(alpha_grad);
   } else {
     // τ falls linearly from tau_max to tau_min over the search after the warm-up.
@@ -334,7 +328,7 @@ SearchStep Searcher::try_step() {
   // The step's path (drawn once, used by its three updates; from (seed, step) alone: the
   // same on every rank), then this rank's slots.
   warming_up_ = r.phase == "warmup" && options_.warmup_on_base;
-  if (!fixed_genotype_ && !warming_up_ && options_.path == "sampled") supernet_->use_sampled(options_.tau_max, false);
+  if (!fixed_genotype_ && !warming_up_ && options_.path == Path::Sampled) supernet_->use_sampled(options_.tau_max, false);
   const bool crop_weights = options_.weight_crop < 1 && !warming_up_ && !fixed_genotype_;
   const std::vector<Slot> slots = draw_slots(rng, crop_weights);
 

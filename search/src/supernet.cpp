@@ -26,17 +26,17 @@ at::Tensor mask_of(const PathState& state) {
 
 }  // namespace
 
-std::array<bool, kEdges> searched_edges(const std::string& which) {
+std::array<bool, kEdges> searched_edges(EdgeSet which) {
   std::array<bool, kEdges> s{};
-  if (which == "all") {
+  if (which == EdgeSet::All) {
     s.fill(true);
-  } else if (which == "deformation") {
+  } else if (which == EdgeSet::Deformation) {
     for (int e = 6; e < kEdges; ++e) s[e] = true;
-  } else if (which != "none") {
-    throw std::invalid_argument("edges must be 'all', 'deformation' or 'none', got '" + which + "'");
   }
   return s;
 }
+
+std::array<bool, kEdges> searched_edges(const std::string& which) { return searched_edges(parse_edge_set(which)); }
 
 int operation_index(const std::string& name) {
   for (int k = 0; k < kCandidates; ++k) {

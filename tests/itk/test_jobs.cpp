@@ -61,7 +61,7 @@ TEST(TrainSettings, TheCommandLineCarriesEverySettingAndReadsBackExactly) {
   s.run.seed = 12345678901234ull;
   s.run.threads = 3;
   s.run.resume = true;
-  s.validation = "inline";
+  s.validation = pipeline::Validation::Inline;
   s.scale.nproc = 2;
   s.scale.max_restarts = 1;
   const Words w = pipeline::to_arguments(s);
@@ -161,11 +161,33 @@ TEST(SearchSettings, OnlyTheOptionsGivenAreWrittenAndTheWatcherIsTheSameSearch) 
   bad = s;
   bad.evaluate = false;
   bad.terms = "none";
-  bad.edges = "none";
+  bad.edges = search::EdgeSet::None;
   EXPECT_THROW(pipeline::validate(bad), base::UsageError);
   bad = s;
   bad.terms = "ncc9,nonsense";
   EXPECT_THROW(pipeline::validate(bad), base::UsageError);
+  bad = s;
+  bad.arch_path = search::Path::Sampled;  // on a mixed path: nothing sampled to take α's gradient on
+  EXPECT_THROW(pipeline::validate(bad), base::UsageError);
+}
+
+TEST(SearchSettings, EveryChoiceReadsBackFromItsName) {
+  for (auto m : {search::Mode::Joint, search::Mode::Sequential}) EXPECT_EQ(search::parse_mode(search::to_string(m)), m);
+  for (auto o : {search::Order::First, search::Order::Second}) EXPECT_EQ(search::parse_order(search::to_string(o)), o);
+  for (auto e : {search::EdgeSet::All, search::EdgeSet::Deformation, search::EdgeSet::None}) {
+    EXPECT_EQ(search::parse_edge_set(search::to_string(e)), e);
+  }
+  for (auto p : {search::Path::Mixed, search::Path::Sampled}) EXPECT_EQ(search::parse_path(search::to_string(p)), p);
+  for (auto v : {pipeline::Validation::Decoupled, pipeline::Validation::Inline, pipeline::Validation::Off}) {
+    EXPECT_EQ(pipeline::parse_validation(pipeline::to_string(v)), v);
+  }
+  try {
+    search::parse_edge_set("some");
+    ADD_FAILURE() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "edges must be 'all', 'deformation' or 'none', got 'some'");
+  }
+  EXPECT_THROW(pipeline::parse_validation("later"), base::UsageError);
 }
 
 TEST(AdaptSettings, TheCommandLineAndItsChecks) {
@@ -217,7 +239,7 @@ TEST(TrainJob, AProgramTrainsThroughTheLibrary) {
   s.grid = {16, 16, 16};
   s.spacing = 1.5;
   s.steps = 2;
-  s.validation = "inline";
+  s.validation = pipeline::Validation::Inline;
   s.validate_every = 2;
   const pipeline::TrainResult result = pipeline::train(s);
   EXPECT_EQ(result.steps, 2);

@@ -27,7 +27,7 @@ constexpr int64_t kGrid = 12;
 SearchOptions exact_options() {
   SearchOptions o;
   o.float64 = true;
-  o.path = "mixed";
+  o.path = Path::Mixed;
   o.precondition = false;  // ω' = ω − η·∇ω L_train: what the reference below computes
   o.augment = false;
   o.update_crop = 1;
@@ -206,7 +206,7 @@ TEST_F(SearcherMath, FirstOrderArchitectureGradientMatchesFiniteDifferences) {
 class SecondOrder : public SearcherMath {
  protected:
   void SetUp() override {
-    options_.order = "second";
+    options_.order = Order::Second;
     SearcherMath::SetUp();
   }
 };
@@ -265,7 +265,7 @@ TEST_F(SecondOrder, ArchitectureGradientIsTheUnrolledGradientMinusTheHessianTerm
 // A short sampled search on float32 phantoms.
 SearchOptions short_search() {
   SearchOptions o;
-  o.path = "sampled";
+  o.path = Path::Sampled;
   o.steps = 6;
   o.warmup_fraction = 0.2;
   o.architecture_every = 1;
@@ -415,7 +415,7 @@ TEST(Searcher, TheObjectiveScaleStaysFixedUnlessFree) {
 
 TEST(Searcher, SequentialModeFixesTheArchitectureForTheObjectivePhase) {
   SearchOptions o = short_search();
-  o.mode = "sequential";
+  o.mode = Mode::Sequential;
   o.steps = 10;
   at::manual_seed(1);
   Searcher s(test::phantom_set(kGrid, 3, 2), test::phantom_info(kGrid), o, test::made_up_costs(kGrid));
@@ -439,7 +439,7 @@ TEST(Searcher, SequentialModeFixesTheArchitectureForTheObjectivePhase) {
 TEST(Searcher, WithNoEdgeSearchedOnlyTheObjectiveMoves) {
   SearchOptions o = short_search();
   o.steps = 4;
-  o.edges = "none";
+  o.edges = EdgeSet::None;
   auto info = test::phantom_info(kGrid);
   info.network.genotype.edges[9] = "conv_1x1";
   at::manual_seed(1);
@@ -473,7 +473,7 @@ TEST(Searcher, WithNoTermSearchedOnlyTheArchitectureMoves) {
 // After the warm-up (whole volumes), ω's steps on the supernet see a box of the pair.
 TEST(Searcher, WeightCropTrainsTheSupernetOnABox) {
   SearchOptions o = short_search();
-  o.path = "mixed";
+  o.path = Path::Mixed;
   o.steps = 2;
   o.warmup_fraction = 0.5;
   o.architecture_every = o.objective_every = 100;  // ω's steps alone

@@ -21,11 +21,16 @@
 
 namespace autoreg::pipeline {
 
+// ftm: the feature-wise transformations alone; finetune: every weight.
+enum class AdaptMethod { Ftm, Finetune };
+const char* to_string(AdaptMethod m);                // "ftm", "finetune"
+AdaptMethod parse_adapt_method(const std::string& name);  // a base::UsageError otherwise
+
 struct AdaptSettings {
   std::string model;                       // the model to adapt (.autoreg), or "default"
   std::string manifest;                    // the new domain's scans (CSV: image,labels,split)
   std::string out;                         // the adapted model file
-  std::string method = "ftm";              // ftm | finetune
+  AdaptMethod method = AdaptMethod::Ftm;
   int64_t steps = 200;
   std::optional<double> learning_rate;     // none: 1e-3 for ftm, 1e-4 for finetune
   int64_t checkpoint_every = 50, validate_every = 50;

@@ -1,12 +1,22 @@
-// What the long runs that end in a model file (train, adapt) share: where the
-// preprocessed volumes and the log go, the device, threads, seed and resumption. The
-// command line declares them once (apps/run_args.h).
+// How a long run validates its network (train, search, adapt), and what the long runs
+// that end in a model file (train, adapt) share: where the preprocessed volumes and the
+// log go, the device, threads, seed and resumption. The command line declares them once
+// (apps/run_args.h).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 namespace autoreg::pipeline {
+
+// How a run validates its network: inline (every validate_every steps on rank 0; the
+// step waits), decoupled (a watcher process evaluates the checkpoints and its results
+// go into the log and the progress line as they arrive) or off. Named so on the command
+// line (--validation).
+enum class Validation { Decoupled, Inline, Off };
+const char* to_string(Validation v);
+// A base::UsageError for a name that is none of the three.
+Validation parse_validation(const std::string& name);
 
 struct ModelRunSettings {
   std::string cache;           // preprocessed volumes; "": <out>.cache

@@ -19,6 +19,8 @@
 #include <vector>
 
 #include "autoreg/parallel/ranks.h"
+#include "autoreg/pipeline/run_settings.h"
+#include "autoreg/search/choices.h"
 
 namespace autoreg::pipeline {
 
@@ -31,12 +33,12 @@ struct SearchSettings {
   std::optional<int64_t> retrain_steps;    // none: 1000, or the rest of the budget; 0: no model
   std::array<int64_t, 3> grid{0, 0, 0};    // 0s: the reference's foreground box + 8 mm
   double spacing = 2;                      // mm
-  std::string mode = "joint";              // joint | sequential
-  std::string order = "first";             // α's gradient: first | second
-  std::string edges = "all";               // all | deformation | none
+  search::Mode mode = search::Mode::Joint;
+  search::Order order = search::Order::First;     // α's gradient
+  search::EdgeSet edges = search::EdgeSet::All;   // the searched edges
   std::string genotype;                    // the base genotype's file; "": the default network's
-  std::string path = "mixed";              // the weights' path: mixed | sampled
-  std::string arch_path = "mixed";         // α's gradient's path: mixed | sampled
+  search::Path path = search::Path::Mixed;        // the weights' path
+  search::Path arch_path = search::Path::Mixed;   // α's gradient's path (sampled needs a sampled path)
   std::optional<double> max_forward_ms;    // none: the default network's forward time; 0: no budget
   double latency_weight = 0;
   double update_crop = 0.6, weight_crop = 0.6;
@@ -46,7 +48,7 @@ struct SearchSettings {
   double learning_rate = 1e-3;             // the weights', search and retraining
   double max_gradient_norm = 5;            // 0: no clipping
   double arch_lr = 2e-2, arch_weight_decay = 1e-3, objective_lr = 3e-2;
-  std::string objective_scale = "fixed";   // fixed | free
+  bool fixed_objective_scale = true;       // --objective-scale fixed (true) or free
   double dice_weight = 1;
   std::string terms;                       // the searched terms, comma-separated; "": the default four; "none"
   std::string initial_objective;           // starting λ; "": the defaults
@@ -60,7 +62,7 @@ struct SearchSettings {
   std::string device = "cpu";
   int threads = 0;                         // 0: LibTorch's default
   std::optional<int64_t> batch;            // global batch; none: one pair per rank (resumed: the checkpoint's)
-  std::string validation = "decoupled";    // decoupled | inline | off
+  Validation validation = Validation::Decoupled;
   int validation_threads = 1;
   bool evaluate = false;                   // this process is the decoupled evaluation (evaluate_search)
   bool sync_checkpoints = false;

@@ -45,7 +45,7 @@ struct TrainSettings {
   ModelRunSettings run;
   std::optional<int64_t> batch;         // global batch; none: one pair per rank (resumed: the checkpoint's)
   double max_unreadable = 0;            // share of manifest rows that may be unreadable
-  std::string validation = "decoupled"; // decoupled | inline | off (training_loop.h)
+  Validation validation = Validation::Decoupled;
   int validation_threads = 1;
   bool sync_checkpoints = false;        // checkpoints in the training thread
   parallel::ScaleOut scale;             // nproc is the command line's (the supervisor); the ranks read the rest

@@ -7,6 +7,7 @@
 #include <functional>
 #include <string>
 
+#include "autoreg/pipeline/run_settings.h"
 #include "autoreg/registration/train.h"
 
 namespace autoreg::pipeline {
@@ -25,11 +26,8 @@ struct TrainingLoop {
   double earlier_seconds = 0;   // training time before this run (resume)
   int64_t checkpoint_every = 100, validate_every = 100;
   std::string label = "step";   // the progress line's first word
-  // inline: validate every validate_every steps (rank 0; the step waits); decoupled: a
-  // watcher process evaluates the checkpoints and its results (`evaluations`, JSON lines,
-  // parallel/evaluation.h) go into the log and the progress line as they arrive; off.
-  std::string validation = "inline";
-  std::string evaluations;
+  Validation validation = Validation::Inline;
+  std::string evaluations;      // decoupled: the watcher's results (JSON lines, parallel/evaluation.h)
   // Inline validation: called with each validated step and its Dice (rank 0).
   std::function<void(int64_t step, double dice)> on_validated;
 };

@@ -60,6 +60,7 @@
 #include "autoreg/registration/fault_guard.h"
 #include "autoreg/registration/training_set.h"
 #include "autoreg/registration/training_pairs.h"
+#include "autoreg/search/choices.h"
 #include "autoreg/search/op_cost.h"
 #include "autoreg/search/supernet.h"
 
@@ -83,22 +84,22 @@ struct SearchOptions {
   // α's starting logit of the base genotype's candidate on each searched edge (the others
   // 0): > 0 makes sampled paths variations of the warmed-up base network.
   double base_logit = 3;
-  std::string mode = "joint";       // joint | sequential
-  std::string order = "first";      // first | second (α's gradient)
+  Mode mode = Mode::Joint;
+  Order order = Order::First;       // α's gradient
   // ω's path: mixed (DARTS: every allowed candidate, weighted by softmax(α)) or sampled
   // (GDAS: one candidate per edge and step, about one network's cost). Mixed by default:
   // on OASIS-TRT a sampled supernet did not train (docs/search.md: its NCC loss stayed
   // where it started, or, warmed up on the base path, rose back within 50 steps and the
   // base network's validation Dice fell to 0.14), the mixed one went on learning as the
   // default network does, at ~7× its step time.
-  std::string path = "mixed";
+  Path path = Path::Mixed;
   // α's gradient: "mixed" (DARTS: every allowed candidate runs, so each gets its own
   // ∂L/∂w_k and the softmax compares them) or "sampled" (GDAS: the step's path, straight
   // through; one candidate per edge, far less signal per update).
-  std::string architecture_path = "mixed";
+  Path architecture_path = Path::Mixed;
   // all | deformation | none (only λ is searched, on the base genotype: the second stage
   // of a search whose architecture was found on a coarser proxy grid)
-  std::string edges = "all";
+  EdgeSet edges = EdgeSet::All;
   // α's and λ's updates see a random box of the pairs, this share of each axis (rounded
   // down to a multiple of 4; 1: whole volumes): the losses are means over voxels, so a
   // box estimates them, at a fraction of the cost of the mixed network.

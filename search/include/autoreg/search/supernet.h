@@ -27,15 +27,18 @@
 #include "autoreg/registration/genotype.h"
 #include "autoreg/registration/network.h"
 #include "autoreg/registration/operations.h"
+#include "autoreg/search/choices.h"
 
 namespace autoreg::search {
 
 inline constexpr int kEdges = registration::kGenotypeEdges;
 inline constexpr int kCandidates = int(registration::kOperations.size());
 
-// Which edges are searched: "all" (the default), "deformation" (the 6 D-cell edges, as
-// the published code does; the feature cell keeps the base genotype's operations) or
-// "none" (every edge keeps the base genotype's operation: only λ is searched).
+// Which edges are searched: all (the default), deformation (the 6 D-cell edges, as the
+// published code does; the feature cell keeps the base genotype's operations) or none
+// (every edge keeps the base genotype's operation: only λ is searched). By name: the
+// names of choices.h.
+std::array<bool, kEdges> searched_edges(EdgeSet which);
 std::array<bool, kEdges> searched_edges(const std::string& which);
 
 // The index of an operation name in registration::kOperations; throws for an unknown one.
