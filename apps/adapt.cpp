@@ -55,7 +55,6 @@ int run_adapt(int argc, char** argv) {
   s.checkpoint_every = checkpoint_every.getValue();
   s.validate_every = validate_every.getValue();
   s.run = run.settings();
-  pipeline::validate(s);
   run.threads.apply();
   pipeline::install_stop_handlers();
   pipeline::adapt(s);

@@ -15,7 +15,6 @@
 #include "autoreg/pipeline/output_files.h"
 #include "autoreg/pipeline/qc_picture.h"
 #include "autoreg/pipeline/register_pair.h"
-#include "autoreg/registration/genotype.h"
 #include "autoreg/registration/model_file.h"
 #include "exit_codes.h"
 
@@ -78,15 +77,6 @@ inline std::array<int64_t, 3> parse_grid(const std::string& text) {
   return {v[0], v[1], v[2]};
 }
 
-
-// A --genotype file; one that cannot be read or parsed is an IoError naming it.
-inline registration::Genotype read_genotype_option(const std::string& path) {
-  try {
-    return registration::read_genotype(path);
-  } catch (const std::invalid_argument& e) {
-    throw io::IoError(e.what());
-  }
-}
 
 // The pipeline's options for registration settings (pipeline::pair_options): settings
 // that contradict each other are a UsageError, and so is "default" where no default model

@@ -141,7 +141,6 @@ int run_search(int argc, char** argv) {
   s.scale = scale.settings();
   s.seed = seed.getValue();
   s.resume = resume.getValue();
-  pipeline::validate(s);
   if (s.scale.nproc == 0) threads.apply();  // a supervisor's ranks get theirs
   pipeline::install_stop_handlers();
   if (s.evaluate) {

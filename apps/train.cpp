@@ -99,7 +99,6 @@ int run_train(int argc, char** argv) {
   s.validation_threads = validation_threads.getValue();
   s.max_unreadable = max_unreadable.getValue();
   s.scale = scale.settings();
-  pipeline::validate(s);
   if (s.scale.nproc == 0) run.threads.apply();  // a supervisor's ranks get theirs
   pipeline::install_stop_handlers();
   pipeline::train(s);

@@ -28,10 +28,8 @@ void validate(const ScaleOut& s) {
   }
 }
 
-std::optional<int> supervise_if_asked(const ScaleOut& s, const std::vector<std::string>& command, int threads,
-                                      const std::string& failures, const std::string& label) {
-  validate(s);
-  if (s.nproc == 0) return std::nullopt;
+void supervise(const ScaleOut& s, const std::vector<std::string>& command, int threads, const std::string& failures,
+               const std::string& label) {
   SupervisorOptions o;
   o.command = command;
   o.nproc = s.nproc;
@@ -44,12 +42,7 @@ std::optional<int> supervise_if_asked(const ScaleOut& s, const std::vector<std::
                threads > 0 ? (", " + std::to_string(threads) + (threads == 1 ? " thread" : " threads") + " each").c_str() : "",
                o.max_restarts == 0 ? "no restarts (--max-restarts)" : ("up to " + std::to_string(o.max_restarts) + " restarts").c_str(),
                failures.c_str());
-  return parallel::supervise(o);
-}
-
-void supervise(const ScaleOut& s, const std::vector<std::string>& command, int threads, const std::string& failures,
-               const std::string& label) {
-  const int code = supervise_if_asked(s, command, threads, failures, label).value_or(0);
+  const int code = parallel::supervise(o);
   if (code != 0) {
     throw RanksFailed(code, "the ranks ended with exit code " + std::to_string(code) + " (the failures, if any: " +
                                 failures + ")");

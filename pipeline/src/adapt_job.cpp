@@ -10,6 +10,7 @@
 #include <string>
 
 #include "arguments.h"
+#include "long_run.h"
 #include "autoreg/base/errors.h"
 #include "autoreg/io/manifest.h"
 #include "autoreg/io/volume.h"
@@ -178,12 +179,7 @@ void adapt_job(const AdaptSettings& s) {
                o.objective ? ("objective " + o.objective->to_string()).c_str() : ("similarity " + o.similarity).c_str());
 
   at::manual_seed(o.seed);
-  std::unique_ptr<registration::Trainer> made;
-  try {
-    made = std::make_unique<registration::Trainer>(model, data, o);
-  } catch (const std::invalid_argument& e) {
-    throw io::IoError(p.manifest + ": " + e.what());
-  }
+  const std::unique_ptr<registration::Trainer> made = detail::make_trainer(model, data, o, p.manifest);
   registration::Trainer& trainer = *made;
   for (const at::Tensor& t : s.method == AdaptMethod::Ftm ? model.network->feature_transform_parameters() : model.network->parameters()) {
     adapted.parameters += t.numel();

@@ -1,12 +1,11 @@
 #include "autoreg/pipeline/executable.h"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
 #include <filesystem>
 
 #include "autoreg/base/errors.h"
 #include "autoreg/parallel/process.h"
+#include "library_folder.h"
 
 namespace autoreg::pipeline {
 
@@ -16,15 +15,11 @@ std::string autoreg_executable() {
   if (const char* env = std::getenv("AUTOREG_EXECUTABLE"); env && *env) return env;
   const std::string self = parallel::this_executable();
   if (fs::path(self).filename() == "autoreg") return self;
+  // The command is AUTOREG_LIB_TO_BIN (relative, from the install layout) beside this
+  // library's folder.
+  const fs::path folder = detail::library_folder();
+  const fs::path installed = folder.empty() ? fs::path() : (folder / AUTOREG_LIB_TO_BIN / "autoreg").lexically_normal();
   std::error_code ec;
-  // This library's file, <prefix>/lib/libautoreg_pipeline.so: the command is
-  // AUTOREG_LIB_TO_BIN (relative, from the install layout) beside it.
-  Dl_info info{};
-  fs::path installed;
-  if (::dladdr(reinterpret_cast<void*>(&autoreg_executable), &info) && info.dli_fname) {
-    const fs::path library = fs::canonical(info.dli_fname, ec);
-    if (!ec) installed = (library.parent_path() / AUTOREG_LIB_TO_BIN / "autoreg").lexically_normal();
-  }
   if (!installed.empty() && fs::exists(installed, ec)) return installed.string();
   const fs::path built = AUTOREG_BUILD_EXECUTABLE;
   if (fs::exists(built, ec)) return built.string();

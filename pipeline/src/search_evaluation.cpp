@@ -15,7 +15,7 @@ namespace autoreg::pipeline::detail {
 namespace fs = std::filesystem;
 
 void evaluate_search(SearchParams p) {
-  const Paths out{fs::path(p.out)};
+  const Paths out{fs::path(p.settings.out)};
   const std::string checkpoint = out.file("search.ckpt");
   std::fprintf(stderr, "evaluate: watching %s\n", checkpoint.c_str());
   // The data and the costs wait for the first checkpoint: by then rank 0 has written the
@@ -51,11 +51,15 @@ void evaluate_search(SearchParams p) {
 std::unique_ptr<ValidationProcess> start_search_evaluation(const SearchParams& p, const Paths& out, bool fresh) {
   ValidationRun v;
   v.out = out.file("search");  // search.ckpt, search.validation.jsonl, search.best.ckpt
-  v.threads = p.validation_threads;
+  v.threads = p.settings.validation_threads;
   v.device = p.options.device;
   v.fresh = fresh;
-  v.command = p.evaluation_command;
-  v.executable = p.executable;
+  SearchSettings watcher = p.settings;  // this search's settings, evaluating
+  watcher.evaluate = true;
+  watcher.threads = 0;                  // its own: ValidationRun::threads
+  watcher.scale.nproc = watcher.scale.max_restarts = 0;
+  v.command = to_arguments(watcher);
+  v.executable = p.settings.executable;
   return std::make_unique<ValidationProcess>(v);
 }
 

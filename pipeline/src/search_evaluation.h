@@ -19,7 +19,8 @@ namespace autoreg::pipeline::detail {
 // has exported its genotype (DIR/genotype.json) or a stop is asked for.
 void evaluate_search(SearchParams p);
 
-// Started by the search (rank 0): the watcher process, p.evaluation_command.
+// Started by the search (rank 0): the watcher process, this search's command line with
+// --evaluate.
 // `fresh`: a new search (earlier results removed).
 std::unique_ptr<ValidationProcess> start_search_evaluation(const SearchParams& p, const Paths& out, bool fresh);
 

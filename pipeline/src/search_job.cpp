@@ -11,12 +11,12 @@
 #include <string>
 
 #include "arguments.h"
+#include "long_run.h"
 #include "autoreg/base/errors.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/ops.h"
 #include "autoreg/parallel/process.h"
 #include "autoreg/parallel/worker.h"
-#include "autoreg/pipeline/executable.h"
 #include "autoreg/pipeline/exit_codes.h"
 #include "autoreg/pipeline/run_log.h"
 #include "autoreg/registration/model_file.h"
@@ -106,58 +106,29 @@ search::SearchOptions search_options(const SearchSettings& s) {
 // The stages' parameters (search_stages.h).
 SearchParams search_params(const SearchSettings& s) {
   SearchParams p;
-  p.manifest = s.manifest;
-  p.out = s.out;
+  p.settings = s;
   p.cache = s.cache.empty() ? (fs::path(s.out) / "cache").string() : s.cache;
-  p.op_cost = s.op_cost;
   p.info.network.kind = "autoreg";
   p.info.spacing = {s.spacing, s.spacing, s.spacing};
   p.info.grid = s.grid;
-  if (!s.genotype.empty()) {
-    try {
-      p.info.network.genotype = registration::read_genotype(s.genotype);
-    } catch (const std::invalid_argument& e) {
-      throw io::IoError(e.what());
-    }
-  }
+  if (!s.genotype.empty()) p.info.network.genotype = detail::read_genotype_file(s.genotype);
   p.options = search_options(s);
-  // The default budget is the default network's forward time; with no edge searched the
-  // architecture is given, and so is its time.
-  p.default_budget = !s.max_forward_ms && s.edges != search::EdgeSet::None;
-  p.budget_minutes = s.budget_minutes.value_or(0);
-  p.budget_given = s.budget_minutes.has_value();
-  p.retrain_steps = s.retrain_steps.value_or(SearchSettings::kRetrainSteps);
-  p.retrain_steps_given = s.retrain_steps.has_value();
-  if (p.budget_given && p.retrain_steps_given) p.search_share = 1.0;  // the budget is the search's alone
-  p.checkpoint_every = s.checkpoint_every;
-  p.validate_every = s.validate_every;
-  p.max_unreadable = s.max_unreadable;
   p.resume = s.resume;
-  p.steps_given = s.steps.has_value();
-  p.batch_set = s.batch.has_value();
-  p.validation = s.validation;
-  p.validation_threads = s.validation_threads;
-  p.evaluate = s.evaluate;
-  SearchSettings watcher = s;  // the decoupled evaluation: this search's settings, evaluating
-  watcher.evaluate = true;
-  watcher.threads = 0;         // its own (ValidationProcess: validation_threads)
-  watcher.scale.nproc = watcher.scale.max_restarts = 0;
-  p.evaluation_command = to_arguments(watcher);
-  p.executable = s.executable;
   return p;
 }
 
 void search_stages(SearchParams p) {
   const bool lead = p.lead;
-  const bool made_out = !fs::exists(p.out);
-  fs::create_directories(p.out);
-  const Paths out{fs::path(p.out)};
+  const bool made_out = !fs::exists(p.settings.out);
+  fs::create_directories(p.settings.out);
+  const Paths out{fs::path(p.settings.out)};
   const std::string checkpoint = out.file("search.ckpt");
   if (p.resume && !fs::exists(checkpoint)) throw UsageError("--resume: no checkpoint " + checkpoint + " to resume from");
   if (!p.resume && (fs::exists(checkpoint) || fs::exists(out.file("retrain.ckpt")))) {
-    throw UsageError(p.out + " holds a search already: --resume continues it, or choose another --out");
+    throw UsageError(p.settings.out + " holds a search already: --resume continues it, or choose another --out");
   }
-  if (!p.op_cost.empty() && !fs::exists(p.op_cost)) throw io::IoError(p.op_cost + ": no such operation-cost file");
+  const std::string& op_cost = p.settings.op_cost;
+  if (!op_cost.empty() && !fs::exists(op_cost)) throw io::IoError(op_cost + ": no such operation-cost file");
   const int world = p.collective ? p.collective->world() : 1;
   detail::default_batch(p, checkpoint, world);
   if (p.options.batch < world) {
@@ -169,7 +140,7 @@ void search_stages(SearchParams p) {
     data = detail::load_data(p);
   } catch (const io::IoError&) {
     std::error_code ec;
-    if (made_out && lead) fs::remove_all(p.out, ec);  // bad input: leave nothing behind
+    if (made_out && lead) fs::remove_all(p.settings.out, ec);  // bad input: leave nothing behind
     throw;
   }
   const search::OpCosts costs = detail::operation_costs(p, out);
@@ -181,7 +152,7 @@ void search_stages(SearchParams p) {
     try {
       made = std::make_unique<search::Searcher>(data, p.info, p.options, costs);
     } catch (const std::invalid_argument& e) {
-      throw io::IoError(p.manifest + ": " + e.what());
+      throw io::IoError(p.settings.manifest + ": " + e.what());
     }
     search::Searcher& searcher = *made;
     if (p.collective) {
@@ -191,7 +162,7 @@ void search_stages(SearchParams p) {
     double earlier = 0;  // search seconds before this run
     if (p.resume) {
       searcher.resume(checkpoint);
-      if (p.steps_given) searcher.set_total_steps(p.options.steps);
+      if (p.settings.steps.has_value()) searcher.set_total_steps(p.options.steps);
       earlier = searcher.notes.count("seconds") ? std::stod(searcher.notes["seconds"]) : 0;
       if (lead) {
         cut_log_to(out.file("search.log.jsonl"), searcher.steps_done());
@@ -202,7 +173,7 @@ void search_stages(SearchParams p) {
     if (!searcher.notes.count("finished")) {
       // Validation decoupled by default: a watcher process evaluates the checkpoints.
       std::unique_ptr<ValidationProcess> watcher;
-      if (lead && p.validation == Validation::Decoupled && searcher.validation_pair_count() > 0) {
+      if (lead && p.settings.validation == Validation::Decoupled && searcher.validation_pair_count() > 0) {
         watcher = detail::start_search_evaluation(p, out, !p.resume);
         p.evaluations = watcher->results();
       }
@@ -217,7 +188,7 @@ void search_stages(SearchParams p) {
     }
     summary = detail::export_search(searcher, p, out, default_ms);
   }  // the supernet's memory goes before retraining
-  if (p.retrain_steps_given && p.retrain_steps == 0) {
+  if (p.settings.retrain_steps == 0) {
     if (lead) std::fprintf(stderr, "--retrain-steps 0: no model written\n");
     return;
   }
@@ -300,20 +271,18 @@ void search(const SearchSettings& s) {
   validate(s);
   if (s.evaluate) throw UsageError("evaluate: the decoupled evaluation is evaluate_search, not search");
   if (s.scale.nproc > 0) {
-    std::vector<std::string> command = to_arguments(s);
-    command.insert(command.begin(), s.executable.empty() ? autoreg_executable() : s.executable);
-    parallel::supervise(s.scale, command, s.threads, failures_file(s), "autoreg search");
+    detail::supervise_job(to_arguments(s), s.executable, s.scale, s.threads, failures_file(s));
     return;
   }
   SearchParams p = search_params(s);
   const parallel::Distributed dist = parallel::join_if_distributed(s.scale, s.device);
   p.collective = dist.collective.get();
   p.lead = dist.lead();
-  if (p.batch_set && p.options.batch < dist.world()) {
+  if (p.settings.batch.has_value() && p.options.batch < dist.world()) {
     throw UsageError("--batch " + std::to_string(p.options.batch) + ": at least one pair per rank (" +
                      std::to_string(dist.world()) + " ranks)");
   }
-  if (dist.restarted() && fs::exists(fs::path(p.out) / "search.ckpt")) p.resume = true;
+  if (dist.restarted() && fs::exists(fs::path(p.settings.out) / "search.ckpt")) p.resume = true;
   p.options.inject_nan_at = parallel::injected_non_finite_step(dist.rank());  // tests (parallel/worker.h)
   try {
     search_stages(p);

@@ -38,21 +38,21 @@ std::string dice_text(double v) { return std::isfinite(v) ? std::to_string(v).su
 }  // namespace
 
 registration::TrainingSet load_data(SearchParams& p) {
-  const io::Manifest manifest = io::read_manifest(p.manifest);
+  const io::Manifest manifest = io::read_manifest(p.settings.manifest);
   if (manifest.split("val").empty()) {
-    throw io::IoError(p.manifest + ": no 'val' rows: the search chooses the architecture and the objective on "
+    throw io::IoError(p.settings.manifest + ": no 'val' rows: the search chooses the architecture and the objective on "
                       "labelled validation subjects (λ raises the Dice of their warped label maps)");
   }
   pipeline::DatasetOptions dataset;
   dataset.cache_dir = p.cache;
-  dataset.max_unreadable_fraction = p.max_unreadable;
-  const std::string failures = (fs::path(p.out) / "failures.jsonl").string();
+  dataset.max_unreadable_fraction = p.settings.max_unreadable;
+  const std::string failures = (fs::path(p.settings.out) / "failures.jsonl").string();
   const bool lead = p.lead;
   dataset.progress = [lead](const std::string& line) {
     if (lead) std::fprintf(stderr, "preprocess: %s\n", line.c_str());
   };
   dataset.skipped = [&](const std::string& what) {
-    if (lead && !p.evaluate) parallel::append_failure(failures, parallel::skipped_row(what));
+    if (lead && !p.settings.evaluate) parallel::append_failure(failures, parallel::skipped_row(what));
   };
   registration::TrainingSet data;
   // Rank 0 preprocesses into the cache; the others then read it.
@@ -70,9 +70,9 @@ registration::TrainingSet load_data(SearchParams& p) {
 }
 
 void default_batch(SearchParams& p, const std::string& checkpoint, int world) {
-  if (p.batch_set) return;
+  if (p.settings.batch.has_value()) return;
   p.options.batch = world;
-  if (fs::exists(checkpoint) && (p.resume || p.evaluate)) {
+  if (fs::exists(checkpoint) && (p.resume || p.settings.evaluate)) {
     const registration::Archive a = registration::read_archive(checkpoint, "SEARCH");
     p.options.batch = a.has_field("run.batch") ? std::stoll(a.field("run.batch", checkpoint)) : 1;
   }
@@ -80,8 +80,8 @@ void default_batch(SearchParams& p, const std::string& checkpoint, int world) {
 
 double apply_budget(SearchParams& p, const search::OpCosts& costs) {
   const double default_ms = search::predicted_ms(costs, registration::Genotype::standard());
-  if (p.default_budget) p.options.budget_ms = default_ms;
-  if (p.lead && !p.evaluate) {
+  if (p.default_budget()) p.options.budget_ms = default_ms;
+  if (p.lead && !p.settings.evaluate) {
     std::fprintf(stderr, "forward-time budget: %s (the default network: %.0f ms at this grid)\n",
                  p.options.budget_ms > 0 ? (std::to_string(long(p.options.budget_ms + 0.5)) + " ms").c_str() : "none",
                  default_ms);
@@ -99,7 +99,7 @@ double apply_budget(SearchParams& p, const search::OpCosts& costs) {
 // in DIR, or measured now; kept in DIR/op_cost.json.
 search::OpCosts operation_costs(const SearchParams& p, const Paths& out) {
   const std::string own = out.file("op_cost.json");
-  const std::string from = p.op_cost.empty() ? own : p.op_cost;
+  const std::string from = p.settings.op_cost.empty() ? own : p.settings.op_cost;
   search::OpCosts costs;
   // Rank 0 measures (or reads) and writes DIR/op_cost.json; the others then read it.
   parallel::lead_first(p.collective, p.lead, [&] {
@@ -131,7 +131,7 @@ void search_loop(search::Searcher& searcher, const SearchParams& p, const Paths&
     log.open(log_path, p.resume ? std::ios::app : std::ios::trunc);
     if (!log) throw io::IoError(log_path + ": cannot write the search log");
   }
-  const double budget = p.budget_minutes * 60 * p.search_share;  // seconds; 0: by steps
+  const double budget = p.budget_minutes() * 60 * p.search_share();  // seconds; 0: by steps
   const auto started = Clock::now();
   // Data-parallel, the ranks decide together after each step, in one collective: rank 0's
   // clock is the budget's (the schedule follows it: the same phase and temperature on
@@ -179,7 +179,7 @@ void search_loop(search::Searcher& searcher, const SearchParams& p, const Paths&
     decided = decide();
     const bool last = budget > 0 ? decided.seconds >= budget : searcher.finished();
     nlohmann::json line = search_log_line(searcher, r, decided.seconds);
-    if (lead && p.validation == Validation::Inline && (r.step % p.validate_every == 0 || last)) {
+    if (lead && p.settings.validation == Validation::Inline && (r.step % p.settings.validate_every == 0 || last)) {
       validation = searcher.validate();
       if (std::isfinite(validation)) line["validation_dice"] = validation;
       searcher.notes["validation_dice"] = std::to_string(validation);
@@ -193,7 +193,7 @@ void search_loop(search::Searcher& searcher, const SearchParams& p, const Paths&
       }
     }
     if (lead) log << line.dump() << "\n" << std::flush;
-    if (r.step % p.checkpoint_every == 0 || last) save();
+    if (r.step % p.settings.checkpoint_every == 0 || last) save();
     if (lead && (since(last_line) > 20 || last || r.step == first + 1)) {
       last_line = Clock::now();
       const double per_step = since(started) / double(std::max<int64_t>(1, r.step - first));
@@ -269,8 +269,8 @@ void retrain(const SearchParams& p, const Paths& out, const registration::Traini
   train.seed = p.options.seed;
   train.device = p.options.device;
   train.batch = p.options.batch;  // the search's global batch
-  const bool by_time = p.budget_given && !p.retrain_steps_given;
-  train.steps = by_time ? int64_t(1) << 50 : p.retrain_steps;
+  const bool by_time = p.settings.budget_minutes.has_value() && !p.settings.retrain_steps.has_value();
+  train.steps = by_time ? int64_t(1) << 50 : p.retrain_steps();
   at::manual_seed(p.options.seed);
   registration::Model model = registration::make_model(info);
   registration::Trainer trainer(model, data, train);
@@ -280,9 +280,9 @@ void retrain(const SearchParams& p, const Paths& out, const registration::Traini
   loop.failures = out.file("failures.jsonl");
   loop.checkpoint = out.file("retrain.ckpt");
   loop.steps = train.steps;
-  loop.budget_seconds = by_time ? p.budget_minutes * 60 - summary["search_seconds"].get<double>() : 0;
-  loop.checkpoint_every = 4 * p.checkpoint_every;
-  loop.validate_every = p.validate_every;
+  loop.budget_seconds = by_time ? p.budget_minutes() * 60 - summary["search_seconds"].get<double>() : 0;
+  loop.checkpoint_every = 4 * p.settings.checkpoint_every;
+  loop.validate_every = p.settings.validate_every;
   loop.label = "retrain step";
   const bool resumed = fs::exists(loop.checkpoint);
   if (resumed) {
@@ -296,18 +296,18 @@ void retrain(const SearchParams& p, const Paths& out, const registration::Traini
   // into DIR/retrain.validation.jsonl and keeps the best as DIR/retrain.best.{ckpt,autoreg}.
   ValidationRun v;
   v.out = out.file("retrain");
-  v.manifest = p.manifest;
+  v.manifest = p.settings.manifest;
   v.cache = p.cache;
   v.similarity = "ncc";  // the preprocessing's affine, as load_data's
   v.device = p.options.device;
   v.size_multiple = 4;
-  v.max_unreadable = p.max_unreadable;
+  v.max_unreadable = p.settings.max_unreadable;
   v.seed = p.options.seed;
-  v.threads = p.validation_threads;
+  v.threads = p.settings.validation_threads;
   v.fresh = !resumed;
-  v.executable = p.executable;
+  v.executable = p.settings.executable;
   const std::unique_ptr<ValidationProcess> watcher =
-      start_validation(v, p.validation, p.lead, trainer.validation_pair_count() > 0, loop);
+      start_validation(v, p.settings.validation, p.lead, trainer.validation_pair_count() > 0, loop);
   const TrainingOutcome outcome = pipeline::run_training(trainer, loop);
   if (!p.lead) return;
   double validation = outcome.validation_dice;
@@ -322,7 +322,7 @@ void retrain(const SearchParams& p, const Paths& out, const registration::Traini
   std::strftime(date, sizeof date, "%Y-%m-%d", std::gmtime(&now));
   auto& notes = model.info.notes;
   notes["trained"] = date;
-  notes["manifest"] = fs::path(p.manifest).filename().string();
+  notes["manifest"] = fs::path(p.settings.manifest).filename().string();
   notes["found_by"] = std::string("autoreg search (mode ") + search::to_string(p.options.mode) + ", order " +
                       search::to_string(p.options.order) + ", edges " + search::to_string(p.options.edges) + ", path " +
                       search::to_string(p.options.path) + ", seed " + std::to_string(p.options.seed) + ")";

@@ -13,36 +13,32 @@
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/train.h"
 #include "autoreg/search/op_cost.h"
-#include "autoreg/search/searcher.h"
+#include "autoreg/pipeline/search_job.h"
 #include "autoreg/pipeline/training_loop.h"
+#include "autoreg/search/searcher.h"
 
 namespace autoreg::pipeline::detail {
 
+// The settings as given, and what the stages make of them.
 struct SearchParams {
-  std::string manifest, out, cache, op_cost;
+  SearchSettings settings;
+  std::string cache;             // settings.cache, or DIR/cache
   registration::ModelInfo info;
   search::SearchOptions options;
-  double budget_minutes = 0;     // > 0: search and retraining share this time
-  double search_share = 0.5;     // of the budget, for the search
-  int64_t retrain_steps = 1000;  // with a budget and not given: the rest of the budget
-  bool retrain_steps_given = false, budget_given = false, steps_given = false;
-  bool default_budget = true;    // --max-forward-ms not given: the default genotype's time
-  int64_t checkpoint_every = 25, validate_every = 50;
-  double max_unreadable = 0.2;
-  bool resume = false;
-  bool batch_set = false;        // --batch given (else: one pair per rank, or the checkpoint's)
-  Validation validation = Validation::Decoupled;  // the search's and the retraining's
-  int validation_threads = 1;
-  // Data-parallel (scale_out.h): the ranks' sums; rank 0 (lead) alone preprocesses,
+  bool resume = false;           // settings.resume, or a restarted rank with a checkpoint to resume
+  // Data-parallel (parallel/ranks.h): the ranks' sums; rank 0 (lead) alone preprocesses,
   // measures, logs and writes.
   registration::Collective* collective = nullptr;
   bool lead = true;
-  // The decoupled evaluation's command line (the search's settings with evaluate, no
-  // --nproc, no --threads: the watcher gets validation_threads) and the autoreg command.
-  std::vector<std::string> evaluation_command;
-  std::string executable;
-  bool evaluate = false;         // --evaluate: this process evaluates the search's checkpoints
   std::string evaluations;       // the decoupled evaluation's results file, read by the search loop ("": none)
+
+  // --max-forward-ms not given: the default genotype's time (with no edge searched the
+  // architecture is given, and so is its time).
+  bool default_budget() const { return !settings.max_forward_ms && settings.edges != search::EdgeSet::None; }
+  // The search's share of a time budget: all of it when the retraining has its steps.
+  double search_share() const { return settings.retrain_steps ? 1.0 : 0.5; }
+  double budget_minutes() const { return settings.budget_minutes.value_or(0); }
+  int64_t retrain_steps() const { return settings.retrain_steps.value_or(SearchSettings::kRetrainSteps); }
 };
 
 // The files of DIR.

@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "arguments.h"
+#include "long_run.h"
 #include "autoreg/base/errors.h"
 #include "autoreg/io/manifest.h"
 #include "autoreg/io/volume.h"
@@ -16,7 +17,6 @@
 #include "autoreg/parallel/failure.h"
 #include "autoreg/parallel/worker.h"
 #include "autoreg/pipeline/dataset.h"
-#include "autoreg/pipeline/executable.h"
 #include "autoreg/pipeline/exit_codes.h"
 #include "autoreg/pipeline/output_files.h"
 #include "autoreg/pipeline/run_log.h"
@@ -34,19 +34,11 @@ using base::UsageError;
 // AutoReg twice.
 int64_t size_multiple(const TrainSettings& s) { return s.unet ? 16 : 4; }
 
-registration::Genotype read_genotype_file(const std::string& path) {
-  try {
-    return registration::read_genotype(path);
-  } catch (const std::invalid_argument& e) {
-    throw io::IoError(e.what());
-  }
-}
-
 registration::ModelInfo model_info(const TrainSettings& s) {
   registration::ModelInfo info;
   auto& n = info.network;
   n.kind = s.unet ? "unet" : "autoreg";
-  if (!s.genotype.empty()) n.genotype = read_genotype_file(s.genotype);
+  if (!s.genotype.empty()) n.genotype = detail::read_genotype_file(s.genotype);
   n.diffeomorphic = s.diffeomorphic;
   n.feature_transforms = s.feature_noise > 0;
   info.spacing = {s.spacing, s.spacing, s.spacing};
@@ -155,12 +147,7 @@ TrainResult train_rank(const TrainSettings& s, parallel::Distributed& dist) {
 
   at::manual_seed(o.seed);
   registration::Model model = registration::make_model(info);
-  std::unique_ptr<registration::Trainer> made;
-  try {
-    made = std::make_unique<registration::Trainer>(model, data, o);
-  } catch (const std::invalid_argument& e) {
-    throw io::IoError(s.manifest + ": " + e.what());
-  }
+  const std::unique_ptr<registration::Trainer> made = detail::make_trainer(model, data, o, s.manifest);
   registration::Trainer& trainer = *made;
   if (dist.collective) trainer.distribute(*dist.collective);
   if (lead && dist.collective) {
@@ -200,7 +187,7 @@ TrainResult train_rank(const TrainSettings& s, parallel::Distributed& dist) {
   loop.checkpoint_every = s.checkpoint_every;
   loop.validate_every = s.validate_every;
   const TrainingOutcome outcome = run_training(trainer, loop);
-  TrainResult result{s.out, trainer.step(), outcome.validation_dice, outcome.seconds, outcome.seconds_this_run, lead};
+  TrainResult result{s.out, trainer.step(), outcome.validation_dice, outcome.seconds, lead};
   if (!lead) return result;
   if (watcher) {
     // The watcher evaluates the last checkpoint, then ends: the model's Dice is its.
@@ -228,16 +215,13 @@ TrainResult train_rank(const TrainSettings& s, parallel::Distributed& dist) {
 // Under nproc: the ranks are `autoreg train` processes of these settings; the result is
 // what the model they wrote notes.
 TrainResult train_supervised(const TrainSettings& s) {
-  std::vector<std::string> command = to_arguments(s);
-  command.insert(command.begin(), s.executable.empty() ? autoreg_executable() : s.executable);
-  parallel::supervise(s.scale, command, s.run.threads, s.out + ".failures.jsonl", "autoreg train");
+  detail::supervise_job(to_arguments(s), s.executable, s.scale, s.run.threads, s.out + ".failures.jsonl");
   const registration::Archive a = registration::read_archive(s.out, "MODEL");
   const auto note = [&](const char* key, double otherwise) {
     const std::string field = std::string("note.") + key;
     return a.has_field(field) ? std::stod(a.field(field, s.out)) : otherwise;
   };
-  return {s.out, int64_t(note("steps", 0)), note("validation_dice", std::nan("")), note("training_seconds", 0),
-          note("training_seconds", 0), true};
+  return {s.out, int64_t(note("steps", 0)), note("validation_dice", std::nan("")), note("training_seconds", 0), true};
 }
 
 }  // namespace

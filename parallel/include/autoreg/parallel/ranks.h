@@ -29,12 +29,6 @@ struct ScaleOut {
 // for a supervisor inside a launcher.
 void validate(const ScaleOut& s);
 
-// Under s.nproc > 0: supervises that many ranks of `command` (the executable first, no
-// --nproc; parallel/supervisor.h) and returns the command's exit code; nothing otherwise.
-// `failures`: the run's failures file; `label`: the messages' first word.
-std::optional<int> supervise_if_asked(const ScaleOut& s, const std::vector<std::string>& command, int threads,
-                                      const std::string& failures, const std::string& label);
-
 // The ranks a supervisor ran ended with a non-zero exit code (the supervisor's messages
 // and the failures file say why): a command exits with `code`.
 class RanksFailed : public std::runtime_error {
@@ -43,8 +37,10 @@ class RanksFailed : public std::runtime_error {
   int code;
 };
 
-// Runs a job under a supervisor of s.nproc ranks (s.nproc > 0) of `command` (the
-// executable first): returns when they succeeded, throws RanksFailed when not.
+// Runs a job under a supervisor of s.nproc ranks (s.nproc > 0, settings validated) of
+// `command` (the executable first, no --nproc; parallel/supervisor.h): returns when they
+// succeeded, throws RanksFailed when not. `failures`: the run's failures file; `label`:
+// the messages' first word.
 void supervise(const ScaleOut& s, const std::vector<std::string>& command, int threads, const std::string& failures,
                const std::string& label);
 

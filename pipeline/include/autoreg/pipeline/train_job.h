@@ -14,6 +14,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -62,9 +63,8 @@ std::vector<std::string> to_arguments(const TrainSettings& s);
 struct TrainResult {
   std::string model;               // written by rank 0
   int64_t steps = 0;
-  double validation_dice;          // of the model's step; NaN: not validated
+  double validation_dice = std::numeric_limits<double>::quiet_NaN();  // of the model's step; NaN: not validated
   double seconds = 0;              // training time of all runs
-  double seconds_this_run = 0;
   bool lead = true;                // this process is rank 0 (the others write nothing)
 };
 
