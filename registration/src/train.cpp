@@ -35,8 +35,10 @@ Trainer::Trainer(Model& model, TrainingSet data, TrainOptions options)
       data_(std::move(data)),
       options_(std::move(options)),
       device_(ops::parse_device(options_.device)),
-      guard_(options_.spike_factor, options_.max_rollbacks),
-      writer_(options_.async_checkpoints) {
+      run_({options_.spike_factor, options_.max_rollbacks, TrainOptions::kSnapshotEvery, options_.async_checkpoints,
+            options_.spike_factor > 0, "training", "try a lower --lr", "CHECKPOINT"},
+           {[this] { return state(); }, [this](const Archive& a, const std::string& path) { load_state(a, path); },
+            [this] { set_learning_rate(); }, [this] { return step_; }}) {
   check_similarity(options_.similarity);
   const bool atlas = data_.atlas.has_value();
   if (options_.batch < 1) throw std::invalid_argument("the batch needs at least one pair");
@@ -85,34 +87,24 @@ Trainer::Trainer(Model& model, TrainingSet data, TrainOptions options)
     trained_ = model_.network->parameters();
   }
   adam_ = std::make_unique<torch::optim::Adam>(trained_, torch::optim::AdamOptions(options_.learning_rate));
-  if (options_.spike_factor > 0) snapshots_.reset(state());
+  run_.start();
 }
 
 Trainer::~Trainer() = default;
 
 StepReport Trainer::train_step() {
-  if (!(options_.spike_factor > 0)) return try_step();
-  while (true) {
-    try {
-      StepReport r = try_step();
-      guard_.accepted(step_, r.gradient_norm);
-      r.rollbacks = guard_.rollbacks();
-      snapshots_.accepted();
-      if (step_ % TrainOptions::kSnapshotEvery == 0) snapshots_.take(state());
-      return r;
-    } catch (const StepFault& e) {
-      const FaultGuard::Record record = guard_.faulted(step_ + 1, e.what(), "training", "try a lower --lr");
-      load_state(snapshots_.rollback(), "(the last good state)");
-      guard_.keep(record);
-      set_learning_rate();
-      snapshots_.replace_latest(state());
-    }
-  }
+  StepReport r;
+  run_.step([&] {
+    r = try_step();
+    return GuardedRun::Outcome{step_, r.gradient_norm, ""};
+  });
+  r.rollbacks = run_.guard().rollbacks();
+  return r;
 }
 
 void Trainer::set_learning_rate() {
   for (auto& group : adam_->param_groups()) {
-    static_cast<torch::optim::AdamOptions&>(group.options()).lr(options_.learning_rate * guard_.lr_scale());
+    static_cast<torch::optim::AdamOptions&>(group.options()).lr(options_.learning_rate * run_.guard().lr_scale());
   }
 }
 
@@ -172,7 +164,8 @@ Trainer::PairTerms Trainer::pair_gradient(int64_t g) {
 }
 
 StepReport Trainer::try_step() {
-  const int world = collective_ ? collective_->world() : 1;
+  Collective* const collective = run_.collective();
+  const int world = run_.world();
   model_.network->train();
   adam_->zero_grad();
   PairTerms sum;
@@ -188,7 +181,7 @@ StepReport Trainer::try_step() {
   // have); alone, a parameter without one is left to Adam as it was.
   std::vector<at::Tensor> parts;
   for (auto& w : trained_) {
-    if (collective_ && !w.grad().defined()) w.mutable_grad() = at::zeros_like(w);
+    if (collective && !w.grad().defined()) w.mutable_grad() = at::zeros_like(w);
     if (w.grad().defined()) parts.push_back(w.grad());
   }
   if (step_ + 1 == options_.inject_nan_at && !injected_) {
@@ -198,7 +191,7 @@ StepReport Trainer::try_step() {
   // On the gradients' device (NCCL sums device tensors only).
   parts.push_back(at::tensor({sum.loss, sum.similarity, sum.smoothness, sum.dice}, at::kDouble).to(device_));
   const auto before = std::chrono::steady_clock::now();
-  if (collective_) collective_->sum(parts);
+  if (collective) collective->sum(parts);
   const double allreduce = std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
   const at::Tensor terms = parts.back() / double(options_.batch);
   parts.pop_back();
@@ -211,14 +204,14 @@ StepReport Trainer::try_step() {
   for (const at::Tensor& g : parts) flat.push_back(g.reshape({-1}));
   // One reduction, one synchronisation.
   r.gradient_norm = flat.empty() ? 0.0 : at::cat(flat).norm().item<double>();
-  if (guard) guard_.check(r.gradient_norm);
+  if (guard) run_.guard().check(r.gradient_norm);
   adam_->step();
   ++step_;
   r.step = step_;
   r.similarity = terms[1].item<double>();
   r.smoothness = terms[2].item<double>();
   r.dice = terms[3].item<double>();
-  r.seconds_allreduce = collective_ ? allreduce : 0.0;
+  r.seconds_allreduce = collective ? allreduce : 0.0;
   if (!std::isfinite(r.loss)) throw std::runtime_error("the training loss is not finite at step " + std::to_string(step_));
   return r;
 }
@@ -256,33 +249,26 @@ Archive Trainer::state() const {
   Archive a = model_archive(model_);
   a.fields.emplace_back("step", std::to_string(step_));
   save_run_fields(fingerprint(), a);
-  guard_.save(a, "guard.");
+  run_.guard().save(a, "guard.");
   save_adam_state(*adam_, trained_, "adam/", a);
   for (auto& [name, t] : a.tensors) t = t.detach().cpu().clone();
   return a;
 }
 
-void Trainer::save_checkpoint(const std::string& path) const {
-  // Also the state a fault rolls back to, as in a run resumed from it: both continue alike.
-  snapshots_.reset(state());
-  if (rank() == 0) writer_.write(path, "CHECKPOINT", snapshots_.latest());
-}
+void Trainer::save_checkpoint(const std::string& path) { run_.checkpoint(path); }
 
 void Trainer::distribute(Collective& collective) {
-  collective_ = &collective;
   std::vector<at::Tensor> weights;
   for (const auto& w : trained_) weights.push_back(w.detach());
-  collective.broadcast(weights);
-  if (options_.spike_factor > 0) snapshots_.reset(state());
+  run_.distribute(collective, std::move(weights));
 }
 
 void Trainer::resume(const std::string& path) {
-  const Archive a = read_archive(path, "CHECKPOINT");
+  const Archive a = run_.read(path);
   // Checkpoints from before the guard ran without it.
   check_run_fields(a, path, fingerprint(), "a run", {{"objective", "-"}, {"max-gradient-spike", "0"}, {"batch", "1"}, {"trainable", "all"},
                                                     {"feature-noise", "0"}});
-  load_state(a, path);
-  snapshots_.reset(a);
+  run_.restore(a, path);
 }
 
 void Trainer::load_state(const Archive& a, const std::string& path) {
@@ -311,7 +297,7 @@ void Trainer::load_state(const Archive& a, const std::string& path) {
   } catch (const std::logic_error&) {
     throw ModelFileError(path + ": malformed step");
   }
-  guard_.load(a, path, "guard.");
+  run_.guard().load(a, path, "guard.");
   set_learning_rate();
 }
 

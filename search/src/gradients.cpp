@@ -123,14 +123,15 @@ std::vector<at::Tensor> Searcher::gradients(const at::Tensor& loss, const std::v
   // Alone, a non-finite gradient is a fault at once; with other ranks it is found after
   // the sum (sum_across), so that every rank rolls back alike instead of one leaving the
   // others waiting in a collective.
-  if (!collective_) return grads(loss, inputs);
+  if (!run_.collective()) return grads(loss, inputs);
   return torch::autograd::grad({loss}, inputs, {}, /*retain_graph=*/false, /*create_graph=*/false,
                                /*allow_unused=*/true);
 }
 
 void Searcher::sum_across(std::vector<at::Tensor>& g, const std::vector<at::Tensor>& like,
                           std::vector<at::Tensor>& extra) const {
-  if (!collective_) return;
+  registration::Collective* const collective = run_.collective();
+  if (!collective) return;
   c10::AutoGradMode no_grad(false);
   // Which entries a rank had, summed with them: an entry no rank's pairs reached stays
   // without a gradient (Adam leaves such a weight alone, as it would alone).
@@ -149,7 +150,7 @@ void Searcher::sum_across(std::vector<at::Tensor>& g, const std::vector<at::Tens
   const at::Tensor anywhere = at::tensor(had);
   parts.push_back(anywhere);
   const auto before = std::chrono::steady_clock::now();
-  collective_->sum(parts);
+  collective->sum(parts);
   allreduce_seconds_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - before).count();
   const at::Tensor& reached = anywhere;
   for (size_t i = 0; i < g.size(); ++i) {
@@ -192,7 +193,7 @@ double Searcher::train_gradient(const std::vector<Slot>& slots, const at::Tensor
   for (const auto& w : params) g.push_back(w.grad());
   std::vector<at::Tensor> extra{totals};
   const double loss_sum = totals[0].item<double>();
-  if (collective_) {
+  if (run_.collective()) {
     try {
       sum_across(g, params, extra);
     } catch (const NonFinite&) {
@@ -324,23 +325,23 @@ at::Tensor Searcher::architecture_gradient(const std::vector<Slot>& slots, const
   }
   if (!g.defined()) g = at::zeros_like(alpha);
   // Once, after the sum: the latency term is the same on every rank.
-  return g + grads(latency_loss(supernet_->probabilities()), {alpha})[0];
+  return g + architecture_->latency_gradient();
 }
 
 at::Tensor Searcher::objective_hypergradient(const TrainingPair& train, const TrainingPair& val) {
   SearchStep r;
-  const at::Tensor lambda = this->lambda();
+  const at::Tensor lambda = objective_.lambda();
   const std::vector<Slot> slots{{train, val, train, val, train}};
   train_gradient(slots, lambda, r);
-  return objective_gradient(slots, lambda, options_.weight_lr * guard_.lr_scale(), r);
+  return objective_gradient(slots, lambda, options_.weight_lr * run_.guard().lr_scale(), r);
 }
 
 at::Tensor Searcher::architecture_gradient(const TrainingPair& train, const TrainingPair& val) {
   SearchStep r;
-  const at::Tensor lambda = this->lambda();
+  const at::Tensor lambda = objective_.lambda();
   const std::vector<Slot> slots{{train, val, train, val, train}};
   train_gradient(slots, lambda, r);
-  return architecture_gradient(slots, lambda, options_.weight_lr * guard_.lr_scale(), r);
+  return architecture_gradient(slots, lambda, options_.weight_lr * run_.guard().lr_scale(), r);
 }
 
 }  // namespace autoreg::search

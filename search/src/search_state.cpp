@@ -62,9 +62,9 @@ std::vector<std::pair<std::string, std::string>> Searcher::fingerprint() const {
           {"seed", std::to_string(o.seed)},
           {"grid", grid},
           {"base-genotype", info_.network.genotype.to_string()},
-          {"training-subjects", std::to_string(data_.train.size())},
-          {"validation-subjects", std::to_string(data_.validation.size())},
-          {"atlas-mode", data_.atlas ? "1" : "0"}};
+          {"training-subjects", std::to_string(sampler_.data().train.size())},
+          {"validation-subjects", std::to_string(sampler_.data().validation.size())},
+          {"atlas-mode", sampler_.data().atlas ? "1" : "0"}};
 }
 
 registration::Archive Searcher::state() const {
@@ -72,7 +72,7 @@ registration::Archive Searcher::state() const {
   registration::save_run_fields(fingerprint(), a);
   a.fields.emplace_back("search.step", std::to_string(step_));
   a.fields.emplace_back("search.steps", std::to_string(options_.steps));
-  guard_.save(a, "search.");
+  run_.guard().save(a, "search.");
   // Which network validate() evaluates after the last step (a decoupled evaluation of
   // this checkpoint validates that one).
   a.fields.emplace_back("search.warming_up", warming_up_ ? "1" : "0");
@@ -82,10 +82,10 @@ registration::Archive Searcher::state() const {
     a.tensors.emplace_back("param/" + p.key(), p.value().detach().cpu().clone());
   }
   a.tensors.emplace_back("alpha", supernet_->alpha().detach().clone());
-  a.tensors.emplace_back("rho", rho_.detach().clone());
+  a.tensors.emplace_back("rho", objective_.rho().detach().clone());
   registration::save_adam_state(*weights_adam_, supernet_->weights(), "adam_weights/", a);
-  registration::save_adam_state(*architecture_adam_, {supernet_->alpha()}, "adam_alpha/", a);
-  registration::save_adam_state(*objective_adam_, {rho_}, "adam_lambda/", a);
+  registration::save_adam_state(architecture_->optimiser(), {supernet_->alpha()}, "adam_alpha/", a);
+  registration::save_adam_state(objective_.optimiser(), {objective_.rho()}, "adam_lambda/", a);
   for (auto& [name, t] : a.tensors) {
     if (name.rfind("adam_", 0) == 0) t = t.cpu().clone();
   }
@@ -102,7 +102,7 @@ void Searcher::load_state(const registration::Archive& a, const std::string& pat
     }
     p.value().copy_(it->second);
   }
-  for (const auto& [name, target] : {std::pair<const char*, at::Tensor>{"alpha", supernet_->alpha()}, {"rho", rho_}}) {
+  for (const auto& [name, target] : {std::pair<const char*, at::Tensor>{"alpha", supernet_->alpha()}, {"rho", objective_.rho()}}) {
     auto it = stored.find(name);
     if (it == stored.end() || it->second.sizes() != target.sizes()) {
       throw ModelFileError(path + ": '" + name + "' is missing or has another shape");
@@ -110,13 +110,13 @@ void Searcher::load_state(const registration::Archive& a, const std::string& pat
     at::Tensor(target).copy_(it->second);
   }
   registration::load_adam_state(*weights_adam_, supernet_->weights(), "adam_weights/", stored, device_, path);
-  registration::load_adam_state(*architecture_adam_, {supernet_->alpha()}, "adam_alpha/", stored, at::kCPU, path);
-  registration::load_adam_state(*objective_adam_, {rho_}, "adam_lambda/", stored, at::kCPU, path);
+  registration::load_adam_state(architecture_->optimiser(), {supernet_->alpha()}, "adam_alpha/", stored, at::kCPU, path);
+  registration::load_adam_state(objective_.optimiser(), {objective_.rho()}, "adam_lambda/", stored, at::kCPU, path);
   step_ = integer(a, "search.step", path);
   options_.steps = integer(a, "search.steps", path);
   // The guard (its running average absent from checkpoints written before it: it starts
   // again with the next phase).
-  guard_.load(a, path, "search.");
+  run_.guard().load(a, path, "search.");
   warming_up_ = a.has_field("search.warming_up") && a.field("search.warming_up", path) == "1";
   const std::string fixed = a.field("search.fixed_genotype", path);
   try {
@@ -128,24 +128,15 @@ void Searcher::load_state(const registration::Archive& a, const std::string& pat
   for (const auto& [key, value] : a.fields) {
     if (key.rfind("note.", 0) == 0) notes[key.substr(5)] = value;
   }
-  set_learning_rates();
+  set_step_scale();
 }
 
-void Searcher::save_checkpoint(const std::string& path) {
-  // The checkpoint is also the state a fault rolls back to, as in a run resumed from it:
-  // both then continue alike.
-  snapshots_.reset(state());
-  // Rank 0 alone, in the background (the state is a copy: the search goes on).
-  if (rank() == 0) writer_.write(path, "SEARCH", snapshots_.latest());
-}
-
-void Searcher::resume(const std::string& path) { restore(registration::read_archive(path, "SEARCH"), path); }
+void Searcher::resume(const std::string& path) { restore(run_.read(path), path); }
 
 void Searcher::restore(const registration::Archive& a, const std::string& path) {
   // Checkpoints from before batches took one pair per step.
   registration::check_run_fields(a, path, fingerprint(), "a search", {{"batch", "1"}});
-  load_state(a, path);
-  snapshots_.reset(a);
+  run_.restore(a, path);
 }
 
 }  // namespace autoreg::search

@@ -1,6 +1,6 @@
 // The divergence guard that training and the search share: what is a fault, what a fault
 // does to the step sizes and counts, when it gives up, its checkpoint fields, and the
-// snapshots a fault rolls back to.
+// snapshots a fault rolls back to; the run skeleton built on them (guarded_run.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +8,7 @@
 #include <string>
 
 #include "autoreg/registration/fault_guard.h"
+#include "autoreg/registration/guarded_run.h"
 
 namespace autoreg::registration {
 namespace {
@@ -127,6 +128,83 @@ TEST(Snapshots, AStateWhoseNextStepFaultsGivesWayToTheOneBefore) {
   EXPECT_EQ(step_of(s.rollback()), "25");
   EXPECT_EQ(step_of(s.rollback()), "25");
   EXPECT_EQ(step_of(s.latest()), "25");
+}
+
+// The run skeleton on a toy run whose state is one number and a step count.
+struct ToyRun {
+  double value = 0, scale_seen = 1;
+  int64_t steps = 0;
+  GuardedRun run;
+  explicit ToyRun(bool guarded, int64_t max_rollbacks = 2)
+      : run({20, max_rollbacks, 2, false, guarded, "the toy", "try less", "TOY"},
+            {[this] {
+               Archive a;
+               a.fields.emplace_back("value", std::to_string(value));
+               a.fields.emplace_back("steps", std::to_string(steps));
+               run.guard().save(a, "guard.");
+               return a;
+             },
+             [this](const Archive& a, const std::string& path) {
+               value = std::stod(a.field("value", path));
+               steps = std::stoll(a.field("steps", path));
+               run.guard().load(a, path, "guard.");
+             },
+             [this] { scale_seen = run.guard().lr_scale(); }, [this] { return steps; }}) {
+    run.start();
+  }
+  // One step: value += 1; `fault`: the state is corrupted, then the step faults.
+  void step(bool fault) {
+    run.step([&] {
+      if (fault) {
+        value = std::nan("");
+        throw StepFault("non-finite");
+      }
+      value += 1;
+      return GuardedRun::Outcome{++steps, 1.0, ""};
+    });
+  }
+};
+
+TEST(GuardedRun, AFaultyStepIsRolledBackAtHalfTheStepSizeAndTheRunGoesOn) {
+  ToyRun toy(true);
+  toy.step(false);
+  toy.step(false);  // a good state at 2 steps (snapshot_every 2)
+  toy.step(false);
+  int faults = 0;
+  toy.run.step([&] {
+    if (faults++ == 0) {
+      toy.value = 1e9;
+      throw StepFault("spike");
+    }
+    toy.value += 1;
+    return GuardedRun::Outcome{++toy.steps, 1.0, ""};
+  });
+  // Back to the state at 2 steps, then the step again.
+  EXPECT_EQ(toy.steps, 3);
+  EXPECT_DOUBLE_EQ(toy.value, 3);
+  EXPECT_DOUBLE_EQ(toy.scale_seen, 0.5);
+  EXPECT_EQ(toy.run.guard().rollbacks(), 1);
+}
+
+TEST(GuardedRun, TooManyFaultsInARowStopTheRunNamingIt) {
+  ToyRun toy(true, 2);
+  toy.step(false);
+  try {
+    toy.step(true);
+    FAIL() << "expected the run to stop";
+  } catch (const StepFault&) {
+    FAIL() << "a fault escaped the guard";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("the toy stopped: 3 faulty steps in a row"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("try less"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GuardedRun, UnguardedAFaultStopsTheRunAtOnce) {
+  ToyRun toy(false);
+  toy.step(false);
+  EXPECT_THROW(toy.step(true), StepFault);
+  EXPECT_EQ(toy.run.guard().rollbacks(), 0);
 }
 
 }  // namespace

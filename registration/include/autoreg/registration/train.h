@@ -18,9 +18,8 @@
 #include <vector>
 
 #include "autoreg/registration/archive.h"
-#include "autoreg/registration/checkpoint_writer.h"
 #include "autoreg/registration/collective.h"
-#include "autoreg/registration/fault_guard.h"
+#include "autoreg/registration/guarded_run.h"
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/objective.h"
 #include "autoreg/registration/training_set.h"
@@ -94,11 +93,11 @@ class Trainer {
   // gradients are summed across `collective`'s ranks; rank 0's weights are copied to the
   // others now. Only rank 0 writes checkpoints. `collective` outlives the trainer.
   void distribute(Collective& collective);
-  int rank() const { return collective_ ? collective_->rank() : 0; }
-  Collective* collective() const { return collective_; }
+  int rank() const { return run_.rank(); }
+  Collective* collective() const { return run_.collective(); }
 
   int64_t step() const { return step_; }
-  int64_t rollbacks() const { return guard_.rollbacks(); }
+  int64_t rollbacks() const { return run_.guard().rollbacks(); }
   StepReport train_step();
   // Mean Dice of the validation subjects' warped label maps (nearest) against the atlas
   // (atlas mode) or of consecutive validation subjects (pairwise); NaN without labels.
@@ -110,10 +109,10 @@ class Trainer {
   // atomically (by rank 0 alone; every rank keeps the state as the one a fault rolls back
   // to); resume() refuses a checkpoint of other options, network or grid, naming
   // what differs.
-  void save_checkpoint(const std::string& path) const;
+  void save_checkpoint(const std::string& path);
   // Until the checkpoints handed to the background writer are on disk (throws a failed
   // write's error). Call before reporting a run complete or stopped.
-  void finish_checkpoints() const { writer_.wait(); }
+  void finish_checkpoints() { run_.finish_checkpoints(); }
   void resume(const std::string& path);
 
  private:
@@ -121,7 +120,6 @@ class Trainer {
   StepReport try_step();
   struct PairTerms;
   PairTerms pair_gradient(int64_t g);
-  Collective* collective_ = nullptr;
   bool injected_ = false;
   Archive state() const;
   void load_state(const Archive& a, const std::string& path);
@@ -133,10 +131,9 @@ class Trainer {
   std::unique_ptr<torch::optim::Adam> adam_;
   int64_t step_ = 0;
   void set_learning_rate();
-  // spike_factor's guard (in checkpoints, so a resumed run repeats) and the last good state.
-  FaultGuard guard_;
-  mutable Snapshots snapshots_;
-  mutable CheckpointWriter writer_;
+  // The fault guard (in checkpoints, so a resumed run repeats), the last good state, the
+  // checkpoints and the ranks.
+  GuardedRun run_;
 };
 
 }  // namespace autoreg::registration

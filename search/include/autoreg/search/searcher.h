@@ -53,15 +53,18 @@
 #include <vector>
 
 #include "autoreg/registration/archive.h"
-#include "autoreg/registration/checkpoint_writer.h"
 #include "autoreg/registration/collective.h"
+#include "autoreg/registration/guarded_run.h"
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/objective.h"
-#include "autoreg/registration/fault_guard.h"
-#include "autoreg/registration/training_set.h"
 #include "autoreg/registration/training_pairs.h"
+#include "autoreg/registration/training_set.h"
+#include "autoreg/search/architecture_step.h"
 #include "autoreg/search/choices.h"
+#include "autoreg/search/objective_step.h"
 #include "autoreg/search/op_cost.h"
+#include "autoreg/search/search_options.h"
+#include "autoreg/search/slot_sampler.h"
 #include "autoreg/search/supernet.h"
 
 namespace torch::optim {
@@ -69,102 +72,6 @@ class Adam;
 }
 
 namespace autoreg::search {
-
-struct SearchOptions {
-  int64_t steps = 1000;             // search steps, warm-up included
-  // Pair slots per step over all ranks (the global batch; the class comment). Slot 0
-  // draws as a step did before batches, so a batch of 1 is the search it was.
-  int64_t batch = 1;
-  bool async_checkpoints = true;    // written by a background thread (checkpoint_writer.h)
-  double warmup_fraction = 0.5;     // first steps in which only ω moves (a training step's cost)
-  // The warm-up trains the base genotype's path (its shared kernels' centres: every
-  // candidate inherits them, mixed_edge.h) instead of sampled paths, which from random
-  // weights train nothing (a sampled supernet's field shrank to zero on OASIS-TRT).
-  bool warmup_on_base = true;
-  // α's starting logit of the base genotype's candidate on each searched edge (the others
-  // 0): > 0 makes sampled paths variations of the warmed-up base network.
-  double base_logit = 3;
-  Mode mode = Mode::Joint;
-  Order order = Order::First;       // α's gradient
-  // ω's path: mixed (DARTS: every allowed candidate, weighted by softmax(α)) or sampled
-  // (GDAS: one candidate per edge and step, about one network's cost). Mixed by default:
-  // on OASIS-TRT a sampled supernet did not train (docs/search.md: its NCC loss stayed
-  // where it started, or, warmed up on the base path, rose back within 50 steps and the
-  // base network's validation Dice fell to 0.14), the mixed one went on learning as the
-  // default network does, at ~7× its step time.
-  Path path = Path::Mixed;
-  // α's gradient: "mixed" (DARTS: every allowed candidate runs, so each gets its own
-  // ∂L/∂w_k and the softmax compares them) or "sampled" (GDAS: the step's path, straight
-  // through; one candidate per edge, far less signal per update).
-  Path architecture_path = Path::Mixed;
-  // all | deformation | none (only λ is searched, on the base genotype: the second stage
-  // of a search whose architecture was found on a coarser proxy grid)
-  EdgeSet edges = EdgeSet::All;
-  // α's and λ's updates see a random box of the pairs, this share of each axis (rounded
-  // down to a multiple of 4; 1: whole volumes): the losses are means over voxels, so a
-  // box estimates them, at a fraction of the cost of the mixed network.
-  double update_crop = 0.6;
-  // ω's steps on the supernet (after the warm-up) see a random box of the training pair,
-  // this share of each axis (1: whole volumes). Patch training, as "partial channels"
-  // (PC-DARTS, Xu et al. 2020) but over voxels: the mixed network's cost falls with the
-  // box's volume (0.6 per axis: 0.22 of it). The warm-up trains on whole volumes. With
-  // warmup_fraction 0.5 a search costs 1.85–2.1× training the default network as long
-  // (bench/search_cost.py); on OASIS-TRT two seeds at 2 mm found what the whole-volume
-  // search at 4 mm had found (D2_0 → conv_1x1).
-  double weight_crop = 0.6;
-  int64_t architecture_every = 3;   // α updated every k-th step
-  int64_t objective_every = 6;      // λ updated every k-th step
-  double weight_lr = 1e-3;          // Adam on ω (train's recipe)
-  double max_gradient_norm = 5;     // ω's gradient clipped to this norm (DARTS); 0: not clipped
-  double architecture_lr = 2e-2;    // Adam on α
-  // Adam's (coupled) weight decay on α, DARTS's 1e-3. With α starting at the base
-  // genotype (base_logit) it pulls every edge towards uniform at Adam's normalised rate
-  // whatever the signal (in the first OASIS-TRT search every edge's entropy rose); but
-  // that search's genotype beat the default one at equal λ, and the one search without
-  // decay diverged (docs/search.md), so it stays until a search without it is scored.
-  double architecture_weight_decay = 1e-3;
-  double objective_lr = 3e-2;       // Adam on ρ = log λ
-  // λ's overall scale (the geometric mean of the searched weights) stays where it started:
-  // λ's updates change only the mix of the searched terms, not their weight against the
-  // fixed soft-Dice term. One unrolled step rewards shrinking every term but Dice (a
-  // step more Dice-driven raises the validation Dice at once: short-horizon bias, Wu et
-  // al. 2018); on OASIS-TRT every searched weight fell at both grids. false: free (the
-  // component along "all λ up" kept). With a single searched term the scale is all there
-  // is, and it stays free.
-  bool objective_scale_fixed = true;
-  double tau_max = 10, tau_min = 0.1;  // GDAS temperature, linear over the search steps
-  double dice_weight = 1.0;         // soft Dice of training pairs in L_train (not searched)
-  registration::ObjectiveWeights initial_objective{{1.0, 0.5, 0.25, 0.0, 1.0}};
-  // The terms whose λ is searched; the others keep their initial weight (0: not computed).
-  // MIND-SSC is for multimodal pairs and costs as much as the network's pass: off unless asked.
-  std::array<bool, registration::kObjectiveTerms> searched_terms{true, true, true, false, true};
-  // On E[forward ms] / the base genotype's predicted ms, always on. 0 by default: Adam
-  // normalises each α entry's gradient, so even a small term that always points the
-  // same way outweighs the noisier registration loss and drives every edge to its
-  // cheapest candidate. The budget below is the cost-awareness that is on by default.
-  double latency_weight = 0;
-  // > 0: a forward-time budget: candidates that cannot fit it are masked, E[forward ms]
-  // is kept within it by projection, and the derived genotype is made to fit it.
-  double budget_ms = 0;
-  bool augment = true;
-  double deformation_voxels = 2.0;
-  uint64_t seed = 0;
-  std::string device = "cpu";
-  int64_t max_rollbacks = 5;        // faulty steps in a row before giving up
-  // A step whose ω gradient norm (before clipping) exceeds this many times its running
-  // average in the phase is a fault, rolled back like a non-finite one: clipping bounds
-  // one step, not a run of them, and a diverging supernet (gradient norm 0.4 → 16 → 900
-  // in 20 steps on OASIS-TRT) warps everything away long before anything is non-finite.
-  // Checked after FaultGuard::kSpikeSamples steps of a phase. 0: off.
-  double spike_factor = 20;
-  int64_t snapshot_every = 10;      // steps between in-memory good states
-  // The virtual step ω' follows Adam's preconditioner (false: a plain gradient step, as
-  // DARTS with SGD).
-  bool precondition = true;
-  int64_t inject_nan_at = -1;       // tests: every weight is NaN before this step (1-based), once
-  int64_t inject_spike_at = -1;     // tests: ω's loss × 10⁴ at this step (1-based), once
-  bool float64 = false;             // tests: weights, α and pairs in float64 (finite-difference checks)
-};
 
 // What one step did: a line of the search log.
 struct SearchStep {
@@ -185,16 +92,22 @@ struct SearchStep {
   double seconds_allreduce = 0;     // of those, summing across ranks (data-parallel)
 };
 
+// The run: ω (the supernet's weights, Adam), the step's path and the gradients through
+// the unrolled ω step (gradients.cpp); the levels it drives: the pair sampler
+// (slot_sampler.h), λ (objective_step.h) and α (architecture_step.h); the fault guard,
+// checkpoints and ranks (registration/guarded_run.h, shared with training).
 class Searcher {
  public:
   // `info`: the grid, spacing and network options (its genotype: the operations of edges
   // that are not searched). `costs`: measured at info.grid.
   Searcher(registration::TrainingSet data, const registration::ModelInfo& info, SearchOptions options, OpCosts costs);
   ~Searcher();
+  Searcher(const Searcher&) = delete;
+  Searcher& operator=(const Searcher&) = delete;
 
   SearchStep step();
   int64_t steps_done() const { return step_; }
-  int64_t rollbacks() const { return guard_.rollbacks(); }  // so far (kept in checkpoints)
+  int64_t rollbacks() const { return run_.guard().rollbacks(); }  // so far (kept in checkpoints)
   bool finished() const { return step_ >= options_.steps; }
   int64_t total_steps() const { return options_.steps; }
   // Another total (after resume(), which restores the checkpoint's): the schedule
@@ -207,13 +120,13 @@ class Searcher {
   void set_progress(double fraction) { progress_ = fraction; }
 
   // softmax(α), 12×8 (CPU, double), and each edge's entropy (nats).
-  at::Tensor probabilities() const;
-  std::array<double, kEdges> entropy() const;
+  at::Tensor probabilities() const { return architecture_->probabilities(); }
+  std::array<double, kEdges> entropy() const { return architecture_->entropy(); }
   // The genotype the search would return now (within the budget).
   registration::Genotype derived() const;
   // E[forward ms] of the current distribution, and the derived genotype's prediction.
-  double expected_forward_ms() const;
-  registration::ObjectiveWeights objective() const;
+  double expected_forward_ms() const { return architecture_->expected_forward_ms(); }
+  registration::ObjectiveWeights objective() const { return objective_.weights(); }
   // Mean Dice of the network being trained on the validation pairs: the derived genotype's
   // path on a sampled path; the mixed supernet (or the base path in its warm-up) else.
   double validate();
@@ -223,8 +136,8 @@ class Searcher {
 
   const Supernet& supernet() const { return *supernet_; }
   const OpCosts& costs() const { return costs_; }
-  const CandidateMask& allowed() const { return allowed_; }
-  double reference_ms() const { return reference_ms_; }
+  const CandidateMask& allowed() const { return architecture_->allowed(); }
+  double reference_ms() const { return architecture_->reference_ms(); }
 
   // The gradients one step would use, at the current state, for the given pairs (ω's
   // gradient is computed on `train` first; nothing is updated): dDice(ω')/dλ (5, double),
@@ -234,16 +147,16 @@ class Searcher {
   // Mutable access, for tests that set α or compare weights.
   Supernet& supernet() { return *supernet_; }
   // λ now (5, CPU double).
-  at::Tensor lambda() const;
+  at::Tensor lambda() const { return objective_.lambda(); }
 
   // Data-parallel: this searcher runs the slots of `collective`'s rank, and every step's
   // sums go across the ranks; rank 0's ω, α and λ are copied to the others now. Only
   // rank 0 writes checkpoints. Needs batch ≥ the ranks. `collective` outlives the searcher.
   void distribute(registration::Collective& collective);
-  int rank() const { return collective_ ? collective_->rank() : 0; }
-  registration::Collective* collective() const { return collective_; }
+  int rank() const { return run_.rank(); }
+  registration::Collective* collective() const { return run_.collective(); }
   // Until the last checkpoint is on disk (they are written in the background).
-  void finish_checkpoints() { writer_.wait(); }
+  void finish_checkpoints() { run_.finish_checkpoints(); }
 
   // Fields kept in checkpoints and restored by resume(): the caller's (e.g. the time
   // spent) and "entropy_start" (α's per-edge entropy before the first update).
@@ -254,23 +167,21 @@ class Searcher {
   // checkpoint of other options, data or grid, naming what differs; it restores the total
   // number of steps too (set_total_steps changes it). restore() does the same from a
   // checkpoint already read (`path` names it in errors).
-  void save_checkpoint(const std::string& path);
+  void save_checkpoint(const std::string& path) { run_.checkpoint(path); }
   void resume(const std::string& path);
   void restore(const registration::Archive& checkpoint, const std::string& path);
 
  private:
   struct Pass;
-  // One slot's pairs of a step: whole (train, val), the boxes α and λ see, and ω's pair.
-  struct Slot {
-    registration::TrainingPair train, val, train_box, val_box, weight_pair;
-  };
-  std::vector<Slot> draw_slots(std::mt19937_64& step_rng, bool crop_weights) const;
   SearchStep try_step();
   registration::Archive state() const;
   void load_state(const registration::Archive& a, const std::string& path);
   std::vector<std::pair<std::string, std::string>> fingerprint() const;
+  void set_step_scale();
+  double progress() const;
+
+  // ω's side and the unrolled step (gradients.cpp).
   void prepare_path(bool alpha_grad);
-  bool warming_up_ = false;         // this step trains the base path (warmup_on_base)
   Pass run(const registration::TrainingPair& pair, const at::Tensor& lambda, bool with_dice);
   std::vector<at::Tensor> precondition(const std::vector<at::Tensor>& direction) const;
   std::vector<at::Tensor> step_direction() const;
@@ -285,35 +196,24 @@ class Searcher {
   std::vector<at::Tensor> gradients(const at::Tensor& loss, const std::vector<at::Tensor>& inputs) const;
   std::vector<at::Tensor> move_weights(const std::vector<at::Tensor>& direction, double scale);
   void restore_weights(const std::vector<at::Tensor>& saved);
-  at::Tensor latency_loss(const at::Tensor& probabilities) const;
-  void keep_within_budget();
-  void set_learning_rates();
 
-  registration::TrainingSet data_;
   registration::ModelInfo info_;
   SearchOptions options_;
   OpCosts costs_;
+  SlotSampler sampler_;
+  ObjectiveStep objective_;
   at::Device device_;
   at::ScalarType dtype_;
-  std::vector<registration::Subject> labelled_validation_;
   std::unique_ptr<Supernet> supernet_;
-  CandidateMask allowed_{};
-  double reference_ms_ = 1;
-  at::Tensor rho_;  // log λ, 5, CPU float64
-  std::unique_ptr<torch::optim::Adam> weights_adam_, architecture_adam_, objective_adam_;
+  std::unique_ptr<ArchitectureStep> architecture_;  // on the supernet's α
+  std::unique_ptr<torch::optim::Adam> weights_adam_;
   std::optional<registration::Genotype> fixed_genotype_;  // sequential mode, objective phase
-  registration::FaultGuard guard_;  // spike_factor, max_rollbacks; step sizes' scale
+  bool warming_up_ = false;         // this step trains the base path (warmup_on_base)
   int64_t step_ = 0;
   bool injected_ = false, spiked_ = false;
-  void keep_objective_scale(double mean_log_before);
-  double mean_searched_log_lambda() const;
-  int searched_term_count() const;
   std::optional<double> progress_;
-  double progress() const;
-  mutable registration::Snapshots snapshots_;
-  registration::Collective* collective_ = nullptr;
   mutable double allreduce_seconds_ = 0;  // this step's, so far
-  registration::CheckpointWriter writer_;
+  registration::GuardedRun run_;
 };
 
 }  // namespace autoreg::search
