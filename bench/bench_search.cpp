@@ -18,7 +18,6 @@
 #include <string>
 
 #include "autoreg/ops.h"
-#include "autoreg/registration/augment.h"
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/train.h"
 #include "autoreg/search/op_cost.h"

@@ -1,13 +1,15 @@
 # `cmake --install` of a relocatable CMake package:
 #   find_package(AutoReg CONFIG REQUIRED)
-# gives autoreg::base, autoreg::ops, autoreg::registration, autoreg::search, autoreg::segmentation, autoreg::parallel and, in a build
+# gives autoreg::base, autoreg::ops, autoreg::registration (autoreg::losses, ::classical, ::networks and
+# ::training together), autoreg::search, autoreg::segmentation, autoreg::parallel and, in a build
 # with ITK, autoreg::io, autoreg::pipeline (the jobs' library API and the ITK filter) and autoreg::qc (quality-control pictures), with their
 # usage requirements: AutoRegConfig.cmake finds
 # LibTorch (as this build did, or where this build found it) and ITK (the same
 # components). Also installs the `autoreg` command and the default model.
 include(CMakePackageConfigHelpers)
 
-set(_targets autoreg_base autoreg_ops autoreg_registration autoreg_search autoreg_segmentation autoreg_parallel)
+set(_targets autoreg_base autoreg_ops autoreg_losses autoreg_classical autoreg_networks autoreg_training
+  autoreg_registration autoreg_search autoreg_segmentation autoreg_parallel)
 if(AUTOREG_WITH_ITK)
   list(APPEND _targets autoreg_io autoreg_pipeline autoreg_qc)
   # The command: bin/ → lib/, relative.
@@ -29,7 +31,8 @@ install(TARGETS ${_targets} EXPORT AutoRegTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
-set(_include_dirs base/include/ ops/include/ registration/include/ search/include/ segmentation/include/ parallel/include/)
+set(_include_dirs base/include/ ops/include/ registration/losses/include/ registration/classical/include/
+  registration/networks/include/ registration/training/include/ search/include/ segmentation/include/ parallel/include/)
 if(AUTOREG_WITH_ITK)
   list(APPEND _include_dirs io/include/ pipeline/include/ qc/include/)
   install(FILES models/default.autoreg DESTINATION ${CMAKE_INSTALL_DATADIR}/autoreg)

@@ -1,5 +1,5 @@
 # Precompiled LibTorch headers. ATen's headers are most of the compile time of any unit
-# that includes them (registration/src/metrics.cpp: 8.8 s, 2.6 s with them precompiled),
+# that includes them (registration/losses/src/metrics.cpp: 8.8 s, 2.6 s with them precompiled),
 # and nearly every unit does. GCC reads a precompiled header only where it was compiled
 # with the same code-generation options, so two are built: one for libraries (-fPIC),
 # one for executables (-fPIE); every target of a kind reuses its kind's (one is ~370 MB).

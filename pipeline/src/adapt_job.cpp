@@ -89,10 +89,10 @@ registration::TrainOptions adapt_options(const AdaptSettings& s, registration::M
   take_objective(model.info, o, p.model);
   if (s.method == AdaptMethod::Ftm) {
     registration::add_feature_transforms(model);  // identity; an adapted model's are kept
-    o.trainable = "feature_transforms";
+    o.trainable = registration::Trainable::FeatureTransforms;
     o.learning_rate = s.learning_rate.value_or(1e-3);
   } else {
-    o.trainable = "all";
+    o.trainable = registration::Trainable::All;
     o.learning_rate = s.learning_rate.value_or(1e-4);
   }
   o.run_fields = {{"method", to_string(s.method)}, {"base-model", base_checksum}};

@@ -58,7 +58,7 @@ registration::TrainOptions train_options(const TrainSettings& s) {
   o.synthetic_fraction = s.synthetic;
   o.augment = s.augment;
   o.feature_noise = s.feature_noise;
-  if (o.feature_noise > 0) o.trainable = "weights";  // γ and β stay the identity the noise perturbs
+  if (o.feature_noise > 0) o.trainable = registration::Trainable::Weights;  // γ and β stay the identity the noise perturbs
   o.seed = s.run.seed;
   o.device = s.run.device;
   o.async_checkpoints = !s.sync_checkpoints;

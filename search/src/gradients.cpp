@@ -9,7 +9,7 @@
 #include <functional>
 
 #include "autoreg/ops.h"
-#include "autoreg/registration/augment.h"
+#include "autoreg/registration/labels.h"
 #include "autoreg/registration/objective.h"
 #include "search_internal.h"
 

@@ -15,7 +15,6 @@
 
 #include "autoreg/device.h"
 #include "autoreg/ops.h"
-#include "autoreg/registration/augment.h"
 #include "autoreg/registration/run_state.h"
 #include "autoreg/registration/training_pairs.h"
 #include "search_internal.h"

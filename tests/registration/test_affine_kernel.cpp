@@ -1,4 +1,4 @@
-// The affine stage's fused loss and gradient (registration/src/affine_kernel.h) against
+// The affine stage's fused loss and gradient (registration/classical/src/affine_kernel.h) against
 // the same loss through grid_sampler (zero padding) and autograd: NCC and MSE, with a
 // sample of points and all of them, with points that leave the moving volume.
 #include <gtest/gtest.h>

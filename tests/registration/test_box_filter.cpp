@@ -1,4 +1,4 @@
-// The running-sum box mean (registration/src/box_filter.h) against clipped means from
+// The running-sum box mean (registration/losses/src/box_filter.h) against clipped means from
 // cumulative sums, axis by axis: the same values and, through autograd, the same gradients, for
 // windows up to the volume's depth (clipped on both sides), on several volumes at once.
 #include <gtest/gtest.h>

@@ -235,7 +235,7 @@ TEST(FeatureTransforms, FtmChangesGammaAndBetaAloneAndLowersTheTargetObjective) 
   add_feature_transforms(model);
   EXPECT_EQ(objective(model), before);
   TrainOptions a = o;
-  a.trainable = "feature_transforms";
+  a.trainable = Trainable::FeatureTransforms;
   a.learning_rate = 1e-2;
   {
     Trainer t(model, target, a);
@@ -264,7 +264,7 @@ TEST(FeatureTransforms, AdaptationResumesExactlyAndRefusesAnotherMethodsCheckpoi
   TrainingSet data;
   data.train = {{"a", pair_of(n)[0], {}}};  // one subject: pairs with deformed copies of itself
   TrainOptions o;
-  o.trainable = "feature_transforms";
+  o.trainable = Trainable::FeatureTransforms;
   o.learning_rate = 1e-2;
   o.dice_weight = 0;
   o.run_fields = {{"method", "ftm"}};
@@ -290,7 +290,7 @@ TEST(FeatureTransforms, AdaptationResumesExactlyAndRefusesAnotherMethodsCheckpoi
   const auto pa = straight.network->named_parameters(), pc = resumed.network->named_parameters();
   for (const auto& item : pa) EXPECT_TRUE(at::equal(item.value(), pc[item.key()])) << item.key();
   TrainOptions finetune = o;
-  finetune.trainable = "all";
+  finetune.trainable = Trainable::All;
   finetune.run_fields = {{"method", "finetune"}};
   Model other = fresh();
   Trainer t(other, data, finetune);

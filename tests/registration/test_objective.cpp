@@ -7,7 +7,7 @@
 #include <torch/csrc/autograd/autograd.h>
 
 #include "autoreg/ops.h"
-#include "autoreg/registration/augment.h"
+#include "autoreg/registration/labels.h"
 #include "autoreg/registration/objective.h"
 #include "autoreg/registration/regularization.h"
 #include "autoreg/registration/similarity.h"

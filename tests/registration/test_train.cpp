@@ -10,6 +10,7 @@
 
 #include "autoreg/ops.h"
 #include "autoreg/registration/augment.h"
+#include "autoreg/registration/labels.h"
 #include "autoreg/registration/similarity.h"
 #include "autoreg/registration/train.h"
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 
 #include "autoreg/ops.h"
+#include "autoreg/registration/labels.h"
 #include "autoreg/registration/objective.h"
 #include "autoreg/search/searcher.h"
 #include "search_data.h"

@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "autoreg/ops.h"
-#include "autoreg/registration/augment.h"
+#include "autoreg/registration/labels.h"
 
 namespace autoreg::registration {
 namespace {

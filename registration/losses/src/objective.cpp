@@ -8,7 +8,7 @@
 #include <stdexcept>
 
 #include "autoreg/ops.h"
-#include "autoreg/registration/augment.h"
+#include "autoreg/registration/labels.h"
 #include "autoreg/registration/regularization.h"
 #include "autoreg/registration/similarity.h"
 

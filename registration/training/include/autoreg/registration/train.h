@@ -30,6 +30,14 @@ class Adam;
 
 namespace autoreg::registration {
 
+// What the optimiser changes: all parameters, the weights (all but the feature
+// transformations' γ and β, which stay as they are: training with feature noise), or the
+// feature transformations alone (the weights frozen: FTM adaptation; the model needs
+// the transformations).
+enum class Trainable { All, Weights, FeatureTransforms };
+// all | weights | feature_transforms (the name checkpoints keep).
+const char* to_string(Trainable t);
+
 struct TrainOptions {
   int64_t steps = 1000;
   double learning_rate = 1e-4;           // Adam
@@ -49,11 +57,7 @@ struct TrainOptions {
   double synthetic_fraction = 0.0;       // share of steps whose moving image is synthesised
   uint64_t seed = 0;
   std::string device = "cpu";
-  // What the optimiser changes: "all" parameters, "weights" (all but the feature
-  // transformations' γ and β, which stay as they are: training with feature noise), or
-  // "feature_transforms" (γ and β alone, the weights frozen: FTM adaptation; the model
-  // needs the transformations).
-  std::string trainable = "all";
+  Trainable trainable = Trainable::All;
   // > 0: random per-channel scale and shift of every operation's features in each
   // training step, σ = this (feature_transform.h; the model needs the transformations).
   double feature_noise = 0;

@@ -16,7 +16,7 @@
 
 #include "autoreg/device.h"
 #include "autoreg/ops.h"
-#include "autoreg/registration/augment.h"
+#include "autoreg/registration/labels.h"
 #include "autoreg/registration/metrics.h"
 #include "autoreg/registration/run_state.h"
 #include "autoreg/registration/regularization.h"
@@ -29,6 +29,18 @@ namespace {
 constexpr int64_t kNccWindow = 9;  // `similarity` mse's counterpart of the ncc9 term
 
 }  // namespace
+
+const char* to_string(Trainable t) {
+  switch (t) {
+    case Trainable::Weights:
+      return "weights";
+    case Trainable::FeatureTransforms:
+      return "feature_transforms";
+    case Trainable::All:
+      break;
+  }
+  return "all";
+}
 
 Trainer::Trainer(Model& model, TrainingSet data, TrainOptions options)
     : model_(model),
@@ -46,11 +58,8 @@ Trainer::Trainer(Model& model, TrainingSet data, TrainOptions options)
     throw std::invalid_argument(atlas ? "training needs at least one subject besides the atlas"
                                       : "pairwise training needs at least two subjects (or one, with augmentation)");
   }
-  if (options_.trainable != "all" && options_.trainable != "weights" && options_.trainable != "feature_transforms") {
-    throw std::invalid_argument("trainable must be all, weights or feature_transforms, got '" + options_.trainable + "'");
-  }
   const bool transforms = model_.network->has_feature_transforms();
-  if ((options_.trainable == "feature_transforms" || options_.feature_noise > 0) && !transforms) {
+  if ((options_.trainable == Trainable::FeatureTransforms || options_.feature_noise > 0) && !transforms) {
     throw std::invalid_argument("the model's network has no feature transformations to train or perturb");
   }
   if (options_.feature_noise < 0) throw std::invalid_argument("feature noise must be >= 0");
@@ -75,12 +84,12 @@ Trainer::Trainer(Model& model, TrainingSet data, TrainOptions options)
   // This trainer's choice alone decides what learns (an earlier trainer of the same
   // network may have frozen some of it).
   for (at::Tensor& t : model_.network->parameters()) t.set_requires_grad(true);
-  if (options_.trainable == "feature_transforms") {
+  if (options_.trainable == Trainable::FeatureTransforms) {
     trained_ = model_.network->feature_transform_parameters();
     // Frozen: no gradient is computed for them (a frozen network backpropagates only
     // what γ and β need).
     for (at::Tensor& w : model_.network->weight_parameters()) w.set_requires_grad(false);
-  } else if (options_.trainable == "weights") {
+  } else if (options_.trainable == Trainable::Weights) {
     trained_ = model_.network->weight_parameters();
     for (at::Tensor& t : model_.network->feature_transform_parameters()) t.set_requires_grad(false);
   } else {
@@ -238,7 +247,7 @@ std::vector<std::pair<std::string, std::string>> Trainer::fingerprint() const {
       {"training-subjects", text(data_.train.size())},
       {"validation-subjects", text(data_.validation.size())},
       {"atlas-mode", text(data_.atlas.has_value())},
-      {"trainable", options_.trainable},
+      {"trainable", to_string(options_.trainable)},
       {"feature-noise", text(options_.feature_noise)}};
   // First: a refusal names them before the options they imply (a method's learning rate).
   f.insert(f.begin(), options_.run_fields.begin(), options_.run_fields.end());

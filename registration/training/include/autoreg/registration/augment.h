@@ -1,6 +1,6 @@
 // Training-time data: random smooth deformations and intensity changes (augmentation),
-// synthetic images generated from label maps (so that a model can be trained from few
-// real subjects, as SynthMorph does), and label maps as one-hot channels for soft Dice.
+// and synthetic images generated from label maps (so that a model can be trained from few
+// real subjects, as SynthMorph does).
 // Randomness comes from torch's default generator (seeded per training step).
 #pragma once
 
@@ -29,11 +29,5 @@ at::Tensor label_intensity_table(const std::vector<at::Tensor>& images,
 // the table, or at −1, stay dark, as after skull stripping) times a random factor
 // U(0.85, 1.15), plus noise, blurred by a 3³ box, then augment_intensity. 1×1×D×H×W float.
 at::Tensor synthesize_image(const at::Tensor& labels, const at::Tensor& table);
-
-// One channel per value of `values`: N×len(values)×D×H×W float, 1 where labels == value.
-at::Tensor one_hot(const at::Tensor& labels, const std::vector<int64_t>& values);
-
-// The label values (not 0) present in both label maps, ascending.
-std::vector<int64_t> shared_labels(const at::Tensor& a, const at::Tensor& b);
 
 }  // namespace autoreg::registration
