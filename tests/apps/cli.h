@@ -8,6 +8,7 @@
 
 #include <array>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <filesystem>
@@ -114,7 +115,15 @@ class Cli : public ::testing::Test {
     io::write_volume(path("labels.nii.gz"), {(moving_ * 5).floor().to(at::kInt) * 10, grid_});
     io::write_displacement_field(path("field.nii.gz"), field_, grid_);
   }
-  void TearDown() override { fs::remove_all(dir_); }
+  // AUTOREG_KEEP_TEST_FILES=1 keeps a failed test's folder to look into; =all keeps every test's.
+  void TearDown() override {
+    const char* keep = std::getenv("AUTOREG_KEEP_TEST_FILES");
+    if (keep && *keep && (::testing::Test::HasFailure() || std::string(keep) == "all")) {
+      std::printf("kept %s\n", dir_.c_str());
+      return;
+    }
+    fs::remove_all(dir_);
+  }
   // sN.nii.gz and sN_seg.nii.gz for N < n: sphere_subject(N) on `g` (24×22×20 voxels of
   // 1.0×1.1×1.2 mm by default).
   void write_sphere_subjects(int n, io::Geometry g = {}) const {

@@ -198,6 +198,37 @@ TEST_F(Kill, RegisterLeavesWholeOutputsOrNone) {
   EXPECT_EQ(killed, kills);
 }
 
+// Where two training runs (outputs `a`.autoreg and `b`.autoreg, caches `a`.cache and
+// `b`.cache) part: the cached volumes that differ, and the first logged step whose loss
+// differs. For the failure message of a resumed run that ended elsewhere.
+std::string where_they_part(const std::string& a, const std::string& b) {
+  std::string said;
+  for (const auto& e : fs::directory_iterator(a + ".cache")) {
+    const fs::path other = fs::path(b + ".cache") / e.path().filename();
+    if (!fs::exists(other)) said += "cache: " + e.path().filename().string() + " missing in " + b + ".cache\n";
+    else if (file_bytes(e.path()) != file_bytes(other)) said += "cache: " + e.path().filename().string() + " differs\n";
+  }
+  const auto losses = [](const std::string& log) {
+    std::map<int64_t, double> by_step;  // the last line of each step (a resumed run repeats steps)
+    std::ifstream in(log);
+    for (std::string line; std::getline(in, line);) {
+      const auto j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_object() && j.contains("step") && j.contains("loss")) by_step[j["step"].get<int64_t>()] = j["loss"].get<double>();
+    }
+    return by_step;
+  };
+  const auto la = losses(a + ".autoreg.log.jsonl"), lb = losses(b + ".autoreg.log.jsonl");
+  for (const auto& [step, loss] : la) {
+    const auto it = lb.find(step);
+    if (it == lb.end() || it->second != loss) {
+      said += "log: step " + std::to_string(step) + " is the first whose loss differs (" + std::to_string(loss) + " against " +
+              (it == lb.end() ? std::string("none") : std::to_string(it->second)) + ")\n";
+      break;
+    }
+  }
+  return said.empty() ? "the caches and the logged losses agree" : said;
+}
+
 TEST_F(Kill, TrainResumedAfterEveryKillEndsAsAnUninterruptedRun) {
   const std::string base = "train --manifest " + path("data.csv") +
                            " --grid 16x16x16 --spacing 1.5 --steps 6 --checkpoint-every 1 --validate-every 3 --threads 2";
@@ -212,6 +243,7 @@ TEST_F(Kill, TrainResumedAfterEveryKillEndsAsAnUninterruptedRun) {
   const std::string args = base + " --out " + out + " --cache " + path("k.cache");
   int killed = 0, finished = 0;
   const int kills = kills_for(1);
+  std::string history;  // what each run did, for the failure message
   for (int k = 0; killed < kills || !fs::exists(out); ++k) {
     ASSERT_LT(k, 3 * kills + 20) << "the killed runs never finished";
     const bool resume = fs::exists(ckpt);
@@ -219,20 +251,26 @@ TEST_F(Kill, TrainResumedAfterEveryKillEndsAsAnUninterruptedRun) {
     const Outcome o = run_and_kill(args + (resume ? " --resume" : ""), at);
     killed += o.killed;
     const std::string when = "after a kill at " + std::to_string(at) + " s (run " + std::to_string(k) + ")";
+    history += "\n  run " + std::to_string(k) + (resume ? " (resumed)" : "") +
+               (o.killed ? ": killed at " + std::to_string(o.seconds) + " s" : ": ended by itself");
     if (!o.killed) EXPECT_EQ(o.code, 0) << when;
     expect_whole(ckpt, [](const std::string& p) { registration::read_archive(p, "CHECKPOINT"); }, when);
     expect_whole(out, [](const std::string& p) { registration::load_model(p); }, when);
     expect_inputs_unchanged(when);
     if (fs::exists(out)) {  // finished: the same weights as the run that was never killed
       ++finished;
-      EXPECT_TRUE(same_weights(ref, out)) << "resumed run differs from the uninterrupted one, " << when;
+      const bool same = same_weights(ref, out);
+      EXPECT_TRUE(same) << "resumed run differs from the uninterrupted one, " << when << "; the runs:" << history
+                        << "\n" << where_they_part(path("ref"), path("k"));
+      if (!same) break;  // its files kept for AUTOREG_KEEP_TEST_FILES
       if (killed < kills) {
         for (const auto& p : {out, ckpt, out + ".log.jsonl"}) fs::remove(p);
       }
     }
   }
   std::printf("train: %d runs killed, %d finished runs compared (uninterrupted run %.2f s), %d outputs found whole, "
-              "%d temporaries left\n", killed, finished, full, outputs_seen_, leftovers());
+              "%d temporaries left; the last finished run against the uninterrupted one: %s\n", killed, finished, full,
+              outputs_seen_, leftovers(), where_they_part(path("ref"), path("k")).c_str());
   EXPECT_EQ(killed, kills);
   EXPECT_GT(finished, 0);
 }
