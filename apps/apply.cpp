@@ -1,10 +1,12 @@
 // autoreg apply --field D --moving X --reference R --out Y [--interpolation linear|nearest]
 //               [--qc qc.png]
+// autoreg apply --field D --points P --out Q [--points-grid IMG --points-index-base 0|1]
 //
 // Applies a displacement field written by `autoreg register` (or by ANTs: the same
 // convention), or an affine ITK transform file, to another image or label map on any
 // grid: each reference voxel x takes the moving volume's value at x + d(x) (or A·x), in
-// one interpolation.
+// one interpolation. With --points, points of the fixed image move into the moving image:
+// x to x + d(x) (or A·x), their order and extra columns kept.
 #include <tclap/CmdLine.h>
 
 #include <ATen/ATen.h>
@@ -16,6 +18,7 @@
 #include "autoreg/io/field.h"
 #include "autoreg/io/grid.h"
 #include "autoreg/io/mapped.h"
+#include "autoreg/io/points.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/io/transform.h"
 #include "exit_codes.h"
@@ -66,6 +69,28 @@ void apply(const ApplyParams& p) {
   }
 }
 
+// Points of the fixed image carried into the moving image, written in physical
+// coordinates in the format --out names.
+void apply_points(const std::string& field, const std::string& in, const std::string& out, const io::PointFileOptions& o) {
+  io::check_output(out);
+  io::point_format_of(out);  // a name that says a format, before any work
+  io::PointSet points = io::read_points(in, o);
+  if (is_affine_file(field)) {
+    const at::Tensor a = io::read_affine(field).to(at::kDouble).contiguous();
+    const auto m = a.accessor<double, 2>();
+    for (auto& x : points.points) {
+      std::array<double, 3> y{};
+      for (int r = 0; r < 3; ++r) y[r] = m[r][0] * x[0] + m[r][1] * x[1] + m[r][2] * x[2] + m[r][3];
+      x = y;
+    }
+  } else {
+    io::Geometry grid;
+    const at::Tensor u = io::read_displacement_field(field, &grid);
+    points.points = io::displace_points(points.points, u, grid, in);
+  }
+  io::write_points(out, points);
+}
+
 }  // namespace
 
 int run_apply(int argc, char** argv) {
@@ -73,9 +98,12 @@ int run_apply(int argc, char** argv) {
                      "by autoreg register or ANTs) to an image or a label map.",
                      ' ', "0.1");
   TCLAP::ValueArg<std::string> field("", "field", "displacement field (ITK vector image or .h5 DisplacementFieldTransform), or an affine (.tfm, .txt, .mat)", true, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> moving("", "moving", "image or label map to warp", true, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> reference("", "reference", "fixed image: the output grid", true, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> out("", "out", "warped output", true, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> moving("", "moving", "image or label map to warp", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> reference("", "reference", "fixed image: the output grid", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> out("", "out", "warped output (with --points: the moved points, in LPS mm, in the format its name says)", true, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> points("", "points", "instead of --moving: points of the fixed image (.csv LPS as ANTs, elastix .txt/.pts, .vtk, Slicer .fcsv/.mrk.json, a voxel-index list) to carry into the moving image", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> points_grid("", "points-grid", "the image whose voxels index the --points of an elastix 'index' file or a voxel-index list", false, "", "IMAGE", cmd);
+  TCLAP::ValueArg<int> index_base("", "points-index-base", "a voxel-index list's first index: 0 or 1", false, -1, "0|1", cmd);
   std::vector<std::string> modes = {"linear", "nearest"};
   TCLAP::ValuesConstraint<std::string> allowed(modes);
   TCLAP::ValueArg<std::string> interpolation(
@@ -87,6 +115,24 @@ int run_apply(int argc, char** argv) {
   TCLAP::ValueArg<std::string> qc("", "qc", "a picture to check the result (PNG): the reference and the warped volume in three orthogonal slices, and the field's log Jacobian", false, "", "FILE.png", cmd);
   cmd.setExceptionHandling(false);
   cmd.parse(argc, argv);
+  if (points.isSet()) {
+    for (const TCLAP::Arg* a : std::initializer_list<const TCLAP::Arg*>{&moving, &reference, &interpolation, &moving_orientation, &qc}) {
+      if (a->isSet()) throw UsageError("--" + a->getName() + " is for images; --points moves points");
+    }
+    if (index_base.isSet() && index_base.getValue() != 0 && index_base.getValue() != 1) {
+      throw UsageError("--points-index-base must be 0 or 1");
+    }
+    std::string in = points.getValue(), to = out.getValue(), f = field.getValue();
+    refuse_overwrite({&to}, {&f, &in});
+    io::PointFileOptions o;
+    if (index_base.isSet()) o.index_base = index_base.getValue();
+    if (points_grid.isSet()) o.grid = io::read_geometry(points_grid.getValue());
+    apply_points(f, in, to, o);
+    std::printf("wrote %s\n", to.c_str());
+    return kOk;
+  }
+  if (!moving.isSet() || !reference.isSet()) throw UsageError("--moving and --reference are required (or --points)");
+  if (points_grid.isSet() || index_base.isSet()) throw UsageError("--points-grid and --points-index-base go with --points");
 
   ApplyParams p{field.getValue(), moving.getValue(), reference.getValue(), out.getValue(),
                 checked_orientation("--moving-orientation", moving_orientation.getValue()),

@@ -1,0 +1,434 @@
+// Point files: reading and writing the formats of io/points.h. No LibTorch here.
+#include "autoreg/io/points.h"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include "autoreg/base/atomic_file.h"
+
+namespace autoreg::io {
+namespace {
+
+using Point = std::array<double, 3>;
+
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+std::string lower(std::string s) {
+  for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t\r\n"), b = s.find_last_not_of(" \t\r\n");
+  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+}
+
+std::vector<std::string> split(const std::string& line, char sep) {
+  std::vector<std::string> out;
+  std::string cell;
+  std::istringstream in(line);
+  while (std::getline(in, cell, sep)) out.push_back(trim(cell));
+  if (!line.empty() && line.back() == sep) out.push_back("");
+  return out;
+}
+
+std::vector<std::string> words(const std::string& line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  for (std::string w; in >> w;) out.push_back(w);
+  return out;
+}
+
+// A coordinate of row `row` (1-based line number) of `path`.
+double number(const std::string& text, const std::string& path, size_t row) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size()) {
+    throw IoError(path + " line " + std::to_string(row) + ": '" + text + "' is not a number");
+  }
+  if (!std::isfinite(v)) throw IoError(path + " line " + std::to_string(row) + ": a coordinate is not finite");
+  return v;
+}
+
+std::vector<std::pair<size_t, std::string>> lines_of(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw IoError(path + ": cannot open the point file");
+  std::vector<std::pair<size_t, std::string>> out;
+  size_t n = 0;
+  for (std::string line; std::getline(in, line);) {
+    ++n;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    out.emplace_back(n, line);
+  }
+  return out;
+}
+
+Point ras_lps(const Point& p) { return {-p[0], -p[1], p[2]}; }
+
+Point index_to_point(const Point& index, const Geometry& g) {
+  Point p;
+  for (int r = 0; r < 3; ++r) {
+    p[r] = g.origin[r];
+    for (int c = 0; c < 3; ++c) p[r] += g.direction[r * 3 + c] * g.spacing[c] * index[c];
+  }
+  return p;
+}
+
+Point point_to_index(const Point& p, const Geometry& g) {
+  // direction is orthonormal: its inverse is its transpose.
+  Point index;
+  for (int c = 0; c < 3; ++c) {
+    double s = 0;
+    for (int r = 0; r < 3; ++r) s += g.direction[r * 3 + c] * (p[r] - g.origin[r]);
+    index[c] = s / g.spacing[c];
+  }
+  return index;
+}
+
+const Geometry& grid_for(const PointFileOptions& o, const std::string& path, const std::string& why) {
+  if (!o.grid) throw IoError(path + ": " + why + " are voxel indices; give the image whose grid they index");
+  return *o.grid;
+}
+
+PointSet read_csv(const std::string& path) {
+  const auto lines = lines_of(path);
+  PointSet s;
+  bool header = false;
+  std::array<int, 3> at{-1, -1, -1};
+  std::vector<size_t> rest;
+  for (const auto& [row, line] : lines) {
+    if (trim(line).empty()) continue;
+    const auto cells = split(line, ',');
+    if (!header) {
+      header = true;
+      for (size_t c = 0; c < cells.size(); ++c) {
+        const std::string name = lower(cells[c]);
+        if (name == "x" || name == "y" || name == "z") at[name[0] - 'x'] = int(c);
+        else {
+          rest.push_back(c);
+          s.columns.push_back(cells[c]);
+        }
+      }
+      if (at[0] < 0 || at[1] < 0 || at[2] < 0) {
+        throw IoError(path + " line " + std::to_string(row) + ": a point CSV needs the columns x,y,z (LPS mm), as ANTs writes them");
+      }
+      continue;
+    }
+    const size_t wanted = s.columns.size() + 3;
+    if (cells.size() != wanted) {
+      throw IoError(path + " line " + std::to_string(row) + ": " + std::to_string(cells.size()) + " columns, the header has " +
+                    std::to_string(wanted));
+    }
+    s.points.push_back({number(cells[at[0]], path, row), number(cells[at[1]], path, row), number(cells[at[2]], path, row)});
+    std::vector<std::string> extra;
+    for (size_t c : rest) extra.push_back(cells[c]);
+    s.extra.push_back(extra);
+  }
+  if (!header) throw IoError(path + ": empty point file (a CSV needs a header x,y,z)");
+  return s;
+}
+
+// An elastix file (`point`/`index`, a count, rows) or, without that header, a voxel-index list.
+PointSet read_text(const std::string& path, const PointFileOptions& o) {
+  auto lines = lines_of(path);
+  std::vector<std::pair<size_t, std::string>> rows;
+  for (auto& l : lines) {
+    if (!trim(l.second).empty()) rows.push_back(l);
+  }
+  PointSet s;
+  const std::string first = rows.empty() ? "" : lower(trim(rows.front().second));
+  const bool elastix = first == "point" || first == "index";
+  size_t start = 0;
+  if (elastix) {
+    if (rows.size() < 2) throw IoError(path + ": an elastix point file needs a count on its second line");
+    const double count = number(trim(rows[1].second), path, rows[1].first);
+    if (count < 0 || count != std::floor(count)) throw IoError(path + " line " + std::to_string(rows[1].first) + ": the count is not a whole number");
+    if (size_t(count) != rows.size() - 2) {
+      throw IoError(path + " line " + std::to_string(rows[1].first) + ": the count says " + std::to_string(size_t(count)) +
+                    " points, the file has " + std::to_string(rows.size() - 2));
+    }
+    start = 2;
+  } else if (!o.index_base) {
+    throw IoError(path + ": neither an elastix point file (first line 'point' or 'index') nor, without a stated "
+                         "index base (0 or 1), a voxel-index list");
+  }
+  const bool indices = !elastix || first == "index";
+  const Geometry* g = indices ? &grid_for(o, path, elastix ? "its points" : "a voxel-index list's rows") : nullptr;
+  const double base = elastix ? 0.0 : double(*o.index_base);
+  for (size_t r = start; r < rows.size(); ++r) {
+    auto cells = words(rows[r].second);
+    if (!elastix && cells.size() == 1) cells = split(rows[r].second, ',');
+    if (cells.size() != 3) {
+      throw IoError(path + " line " + std::to_string(rows[r].first) + ": " + std::to_string(cells.size()) +
+                    " values where a point has 3");
+    }
+    Point p{number(cells[0], path, rows[r].first), number(cells[1], path, rows[r].first), number(cells[2], path, rows[r].first)};
+    if (indices) p = index_to_point({p[0] - base, p[1] - base, p[2] - base}, *g);
+    s.points.push_back(p);
+    s.extra.emplace_back();
+  }
+  return s;
+}
+
+PointSet read_vtk(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw IoError(path + ": cannot open the point file");
+  std::string line;
+  size_t row = 0;
+  bool ascii = false;
+  while (std::getline(in, line)) {
+    ++row;
+    const std::string t = trim(line);
+    if (t == "ASCII") ascii = true;
+    if (t == "BINARY") throw IoError(path + ": a binary VTK file (only ASCII legacy files are read)");
+    const auto w = words(t);
+    if (w.size() == 3 && w[0] == "POINTS") {
+      if (!ascii) throw IoError(path + ": not an ASCII legacy VTK file");
+      const double count = number(w[1], path, row);
+      PointSet s;
+      std::vector<double> values;
+      while (values.size() < size_t(count) * 3 && std::getline(in, line)) {
+        ++row;
+        for (const auto& v : words(line)) values.push_back(number(v, path, row));
+      }
+      if (values.size() != size_t(count) * 3) {
+        throw IoError(path + ": POINTS says " + std::to_string(size_t(count)) + " points, the file has " +
+                      std::to_string(values.size() / 3) + (values.size() % 3 ? " and a part" : ""));
+      }
+      for (size_t i = 0; i < values.size(); i += 3) {
+        s.points.push_back({values[i], values[i + 1], values[i + 2]});
+        s.extra.emplace_back();
+      }
+      return s;
+    }
+  }
+  throw IoError(path + ": no POINTS section (a legacy VTK POLYDATA file)");
+}
+
+PointSet read_fcsv(const std::string& path) {
+  bool ras = true;  // Slicer's default
+  PointSet s;
+  s.columns = {"label", "desc"};
+  for (const auto& [row, line] : lines_of(path)) {
+    const std::string t = trim(line);
+    if (t.empty()) continue;
+    if (t[0] == '#') {
+      const size_t eq = t.find('=');
+      if (t.find("CoordinateSystem") != std::string::npos && eq != std::string::npos) {
+        const std::string v = trim(t.substr(eq + 1));
+        if (v == "RAS" || v == "0") ras = true;
+        else if (v == "LPS" || v == "1") ras = false;
+        else throw IoError(path + " line " + std::to_string(row) + ": coordinate system '" + v + "' (RAS or LPS)");
+      }
+      continue;
+    }
+    const auto cells = split(t, ',');
+    if (cells.size() < 4) throw IoError(path + " line " + std::to_string(row) + ": a markup row needs id,x,y,z");
+    Point p{number(cells[1], path, row), number(cells[2], path, row), number(cells[3], path, row)};
+    s.points.push_back(ras ? ras_lps(p) : p);
+    s.extra.push_back({cells.size() > 11 ? cells[11] : "", cells.size() > 12 ? cells[12] : ""});
+  }
+  return s;
+}
+
+PointSet read_markups_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw IoError(path + ": cannot open the point file");
+  const nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.contains("markups") || !j["markups"].is_array() || j["markups"].empty()) {
+    throw IoError(path + ": not a Slicer markups file (no 'markups' list)");
+  }
+  const auto& m = j["markups"][0];
+  const std::string system = m.value("coordinateSystem", std::string("LPS"));
+  if (system != "RAS" && system != "LPS") throw IoError(path + ": coordinate system '" + system + "' (RAS or LPS)");
+  PointSet s;
+  s.columns = {"label", "desc"};
+  if (!m.contains("controlPoints")) return s;
+  size_t i = 0;
+  for (const auto& c : m["controlPoints"]) {
+    const std::string where = path + " control point " + std::to_string(i++);
+    if (!c.contains("position") || !c["position"].is_array() || c["position"].size() != 3) {
+      throw IoError(where + ": no position of 3 numbers");
+    }
+    Point p;
+    for (int k = 0; k < 3; ++k) {
+      if (!c["position"][k].is_number()) throw IoError(where + ": the position is not numbers");
+      p[k] = c["position"][k].get<double>();
+      if (!std::isfinite(p[k])) throw IoError(where + ": a coordinate is not finite");
+    }
+    s.points.push_back(system == "RAS" ? ras_lps(p) : p);
+    s.extra.push_back({c.value("label", std::string()), c.value("description", std::string())});
+  }
+  return s;
+}
+
+std::string text(double v) {
+  char b[40];
+  std::snprintf(b, sizeof b, "%.17g", v);
+  return b;
+}
+
+// The extra cell `name` of point i, or "".
+std::string cell(const PointSet& s, size_t i, const std::string& name) {
+  for (size_t c = 0; c < s.columns.size(); ++c) {
+    if (lower(s.columns[c]) == name && i < s.extra.size() && c < s.extra[i].size()) return s.extra[i][c];
+  }
+  return "";
+}
+
+std::string csv_text(const PointSet& s) {
+  std::ostringstream out;
+  out << "x,y,z";
+  for (const auto& c : s.columns) out << "," << c;
+  out << "\n";
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    out << text(s.points[i][0]) << "," << text(s.points[i][1]) << "," << text(s.points[i][2]);
+    for (size_t c = 0; c < s.columns.size(); ++c) out << "," << (i < s.extra.size() && c < s.extra[i].size() ? s.extra[i][c] : "");
+    out << "\n";
+  }
+  return out.str();
+}
+
+std::string fcsv_text(const PointSet& s) {
+  std::ostringstream out;
+  out << "# Markups fiducial file version = 4.11\n# CoordinateSystem = RAS\n"
+         "# columns = id,x,y,z,ow,ox,oy,oz,vis,sel,lock,label,desc,associatedNodeID\n";
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    const Point p = ras_lps(s.points[i]);
+    std::string label = cell(s, i, "label");
+    if (label.empty()) label = "F-" + std::to_string(i + 1);
+    out << "vtkMRMLMarkupsFiducialNode_" << i << "," << text(p[0]) << "," << text(p[1]) << "," << text(p[2])
+        << ",0,0,0,1,1,1,0," << label << "," << cell(s, i, "desc") << ",\n";
+  }
+  return out.str();
+}
+
+std::string markups_json_text(const PointSet& s) {
+  nlohmann::json points = nlohmann::json::array();
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    const Point p = ras_lps(s.points[i]);
+    std::string label = cell(s, i, "label");
+    if (label.empty()) label = "F-" + std::to_string(i + 1);
+    points.push_back({{"id", std::to_string(i + 1)}, {"label", label}, {"description", cell(s, i, "desc")},
+                      {"position", {p[0], p[1], p[2]}}, {"positionStatus", "defined"}});
+  }
+  const nlohmann::json j = {
+      {"@schema", "https://raw.githubusercontent.com/slicer/slicer/master/Modules/Loadable/Markups/Resources/Schema/markups-schema-v1.0.3.json#"},
+      {"markups", {{{"type", "Fiducial"}, {"coordinateSystem", "RAS"}, {"controlPoints", points}}}}};
+  return j.dump(2) + "\n";
+}
+
+std::string vtk_text(const PointSet& s) {
+  std::ostringstream out;
+  out << "# vtk DataFile Version 3.0\nvtk output\nASCII\nDATASET POLYDATA\nPOINTS " << s.points.size() << " double\n";
+  for (const Point& p : s.points) out << text(p[0]) << " " << text(p[1]) << " " << text(p[2]) << "\n";
+  out << "VERTICES " << s.points.size() << " " << 2 * s.points.size() << "\n";
+  for (size_t i = 0; i < s.points.size(); ++i) out << "1 " << i << "\n";
+  return out.str();
+}
+
+std::string elastix_text(const PointSet& s, const PointFileOptions& o, bool index, double base, bool header) {
+  std::ostringstream out;
+  if (header) out << (index ? "index" : "point") << "\n" << s.points.size() << "\n";
+  for (const Point& p : s.points) {
+    const Point q = index ? point_to_index(p, *o.grid) : p;
+    out << text(q[0] + (index ? base : 0)) << " " << text(q[1] + (index ? base : 0)) << " " << text(q[2] + (index ? base : 0)) << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace
+
+const char* to_string(PointFormat f) {
+  switch (f) {
+    case PointFormat::Csv: return "csv";
+    case PointFormat::Elastix: return "elastix";
+    case PointFormat::Vtk: return "vtk";
+    case PointFormat::Fcsv: return "fcsv";
+    case PointFormat::MarkupsJson: return "mrk.json";
+    case PointFormat::VoxelIndex: break;
+  }
+  return "voxel-index";
+}
+
+PointFormat point_format_of(const std::string& path) {
+  const std::string p = lower(path);
+  if (ends_with(p, ".csv")) return PointFormat::Csv;
+  if (ends_with(p, ".vtk")) return PointFormat::Vtk;
+  if (ends_with(p, ".fcsv")) return PointFormat::Fcsv;
+  if (ends_with(p, ".mrk.json")) return PointFormat::MarkupsJson;
+  if (ends_with(p, ".txt") || ends_with(p, ".pts")) return PointFormat::Elastix;
+  throw IoError(path + ": not a point file name (.csv, .txt or .pts, .vtk, .fcsv, .mrk.json)");
+}
+
+PointSet read_points(const std::string& path, const PointFileOptions& options) {
+  switch (point_format_of(path)) {
+    case PointFormat::Csv: return read_csv(path);
+    case PointFormat::Vtk: return read_vtk(path);
+    case PointFormat::Fcsv: return read_fcsv(path);
+    case PointFormat::MarkupsJson: return read_markups_json(path);
+    default: return read_text(path, options);
+  }
+}
+
+void write_points(const std::string& path, const PointSet& points, const PointFileOptions& options) {
+  std::string bytes;
+  switch (point_format_of(path)) {
+    case PointFormat::Csv: bytes = csv_text(points); break;
+    case PointFormat::Vtk: bytes = vtk_text(points); break;
+    case PointFormat::Fcsv: bytes = fcsv_text(points); break;
+    case PointFormat::MarkupsJson: bytes = markups_json_text(points); break;
+    default:
+      // A voxel-index list when a base is stated, else an elastix file (of indices with a grid).
+      if (options.index_base) {
+        bytes = elastix_text(points, {grid_for(options, path, "a voxel-index list's rows"), {}}, true, *options.index_base, false);
+      } else {
+        bytes = elastix_text(points, options, options.grid.has_value(), 0, true);
+      }
+  }
+  try {
+    base::write_file_atomically(path, bytes);
+  } catch (const base::WriteError& e) {
+    throw IoError(e.what());
+  }
+}
+
+PointErrors point_errors(const std::vector<Point>& moved, const std::vector<Point>& targets) {
+  if (moved.size() != targets.size()) {
+    throw IoError("the point sets differ in size: " + std::to_string(moved.size()) + " and " + std::to_string(targets.size()));
+  }
+  PointErrors e;
+  for (size_t i = 0; i < moved.size(); ++i) {
+    const double dx = moved[i][0] - targets[i][0], dy = moved[i][1] - targets[i][1], dz = moved[i][2] - targets[i][2];
+    e.distances.push_back(std::sqrt(dx * dx + dy * dy + dz * dz));
+  }
+  if (e.distances.empty()) return e;
+  std::vector<double> sorted = e.distances;
+  std::sort(sorted.begin(), sorted.end());
+  double sum = 0;
+  for (double d : sorted) sum += d;
+  const size_t n = sorted.size();
+  e.mean = sum / double(n);
+  e.median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+  // The 95th percentile, linear between the order statistics (numpy's default).
+  const double at = 0.95 * double(n - 1);
+  const size_t lo = size_t(std::floor(at));
+  e.p95 = sorted[lo] + (at - double(lo)) * (sorted[std::min(lo + 1, n - 1)] - sorted[lo]);
+  e.max = sorted.back();
+  return e;
+}
+
+}  // namespace autoreg::io
