@@ -8,6 +8,7 @@
 
 #include "autoreg/io/field.h"
 #include "autoreg/io/points.h"
+#include "point_detail.h"
 
 namespace autoreg::io {
 
@@ -21,11 +22,8 @@ std::vector<std::array<double, 3>> displace_points(const std::vector<std::array<
   moved.reserve(points.size());
   for (size_t n = 0; n < points.size(); ++n) {
     const auto& p = points[n];
-    double index[3];
-    for (int c = 0; c < 3; ++c) {  // direction is orthonormal: its inverse is its transpose
-      double s = 0;
-      for (int r = 0; r < 3; ++r) s += g.direction[r * 3 + c] * (p[r] - g.origin[r]);
-      index[c] = s / g.spacing[c];
+    point_detail::Point index = point_detail::point_to_index(p, g);
+    for (int c = 0; c < 3; ++c) {
       if (!(index[c] >= -0.5 && index[c] <= double(size[c]) - 0.5)) {
         throw IoError(what + " point " + std::to_string(n + 1) + " (" + std::to_string(p[0]) + ", " + std::to_string(p[1]) +
                       ", " + std::to_string(p[2]) + " mm LPS) lies outside the field's grid");
