@@ -51,7 +51,9 @@ int run_register(int argc, char** argv) {
   TCLAP::ValueArg<std::string> out_warped("", "out-warped", "moving image on the fixed grid", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> out_field("", "out-field", "displacement field, affine and deformable together (LPS mm, fixed grid; .h5: ITK DisplacementFieldTransform)", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> fixed_labels("", "fixed-labels", "the fixed image's label map: the summary reports the warped labels' mean Dice over its labels", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> pairs("", "pairs", "many pairs in one run: a CSV with columns fixed,moving and optionally moving_labels,fixed_labels (instead of --fixed/--moving/--out-*)", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> fixed_points("", "fixed-points", "landmarks of the fixed image (.csv LPS as ANTs, elastix .txt/.pts, .vtk, Slicer .fcsv/.mrk.json): with --moving-points, the summary reports their TRE (mm) after registration", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> moving_points("", "moving-points", "the same landmarks, in the same order, in the moving image", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> pairs("", "pairs", "many pairs in one run: a CSV with columns fixed,moving and optionally moving_labels,fixed_labels,fixed_points,moving_points (instead of --fixed/--moving/--out-*)", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> out_dir("", "out-dir", "with --pairs: the output folder (outputs named after the inputs, summary.csv, summary.json)", false, "", "DIR", cmd);
   TCLAP::SwitchArg resume("", "resume", "with --pairs: skip the pairs whose outputs are complete", cmd, false);
   TCLAP::ValueArg<std::string> shard("", "shard", "with --pairs: register only shard K of N (rows i with i % N = K-1), writing summary.shard-K-of-N.csv/.json; default: a Slurm array's or Kubernetes indexed Job's index", false, "", "K/N", cmd);
@@ -92,13 +94,16 @@ int run_register(int argc, char** argv) {
   p.out_labels = out_labels.getValue();
   p.out_affine = out_affine.getValue();
   p.fixed_labels = fixed_labels.getValue();
+  p.fixed_points = fixed_points.getValue();
+  p.moving_points = moving_points.getValue();
   p.out_inverse_field = out_inverse_field.getValue();
   p.qc = qc.getValue();
   if (!p.qc.empty() && !ends_with_png(p.qc)) throw UsageError("--qc writes a PNG picture: give a name ending in .png");
   const bool batch = pairs.isSet();
   if (batch) {
     for (const auto* a : std::initializer_list<const TCLAP::Arg*>{&fixed, &moving, &out_warped, &out_field, &moving_labels,
-                                                                   &out_labels, &out_affine, &fixed_labels, &out_inverse_field, &qc}) {
+                                                                   &out_labels, &out_affine, &fixed_labels, &out_inverse_field, &qc,
+                                                                   &fixed_points, &moving_points}) {
       if (a->isSet()) throw UsageError("--pairs lists the pairs; --" + a->getName() + " is for one pair");
     }
     if (!out_dir.isSet()) throw UsageError("--pairs needs --out-dir");
@@ -116,6 +121,7 @@ int run_register(int argc, char** argv) {
     if (p.moving_labels.empty() != p.out_labels.empty()) {
       throw UsageError("--moving-labels and --out-labels go together");
     }
+    if (p.fixed_points.empty() != p.moving_points.empty()) throw UsageError("--fixed-points and --moving-points go together");
     refuse_overwrite({&p.out_warped, &p.out_field, &p.out_labels, &p.out_affine, &p.out_inverse_field, &p.qc},
                      {&p.fixed, &p.moving, &p.moving_labels, &p.fixed_labels});
   }
@@ -161,6 +167,12 @@ int run_register(int argc, char** argv) {
     std::printf("wrote %s and %s in %.1f s; %.3f %% of voxels fold\n", p.out_warped.c_str(),
                 p.out_field.c_str(), summary["seconds"].get<double>(),
                 summary["non_positive_jacobian_percent"].get<double>());
+    if (!summary["tre"].is_null()) {
+      const auto& t = summary["tre"];
+      std::printf("TRE over %zu landmarks: %.2f mm before, %.2f mm after (median %.2f, 95th %.2f, max %.2f)\n",
+                  t["points"].get<size_t>(), t["before_mean_mm"].get<double>(), t["mean_mm"].get<double>(),
+                  t["median_mm"].get<double>(), t["p95_mm"].get<double>(), t["max_mm"].get<double>());
+    }
   }
   return kOk;
 }

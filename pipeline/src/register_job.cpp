@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "autoreg/io/field.h"
+#include "autoreg/io/points.h"
 #include "autoreg/io/grid.h"
 #include "autoreg/io/mapped.h"
 #include "autoreg/io/transform.h"
@@ -144,6 +145,17 @@ PairInputs read_pair_inputs(const RegisterJob& p) {
                         describe(in.fixed_labels.geometry) + " against " + describe(in.fixed.geometry) + ")");
     }
   }
+  if (p.fixed_points.empty() != p.moving_points.empty()) {
+    throw io::IoError((p.fixed_points.empty() ? p.moving_points : p.fixed_points) + ": landmarks need their match in the other image");
+  }
+  if (!p.fixed_points.empty()) {
+    in.fixed_points = io::read_points(p.fixed_points);
+    in.moving_points = io::read_points(p.moving_points);
+    if (in.fixed_points.points.size() != in.moving_points.points.size()) {
+      throw io::IoError(p.moving_points + ": " + std::to_string(in.moving_points.points.size()) + " points, " + p.fixed_points +
+                        " has " + std::to_string(in.fixed_points.points.size()) + " (the same points in the same order)");
+    }
+  }
   if (!p.fixed_orientation.empty()) {
     in.fixed.geometry = io::with_orientation(in.fixed.geometry, p.fixed_orientation);
     in.fixed_labels.geometry = in.fixed.geometry;
@@ -205,6 +217,14 @@ nlohmann::json register_inputs(RegisterJob p, PairInputs in, StageTimes& times) 
   const double dice = in.fixed_labels.data.defined() && warped_labels.data.defined()
                           ? registration::mean_dice_over_reference(in.fixed_labels.data, warped_labels.data)
                           : std::nan("");
+  nlohmann::json tre;  // the landmarks' error before and after, mm
+  if (!in.fixed_points.points.empty()) {
+    const io::PointErrors before = io::point_errors(in.fixed_points.points, in.moving_points.points);
+    const io::PointErrors after = io::point_errors(
+        io::displace_points(in.fixed_points.points, r.displacement, in.fixed.geometry, p.fixed_points), in.moving_points.points);
+    tre = {{"points", after.distances.size()}, {"before_mean_mm", before.mean}, {"mean_mm", after.mean},
+           {"median_mm", after.median}, {"p95_mm", after.p95}, {"max_mm", after.max}};
+  }
   if (!p.qc.empty()) {
     char caption[512];
     std::snprintf(caption, sizeof caption, "%s -> %s   %s   Dice %s   folding %.3f %%   log|J| sd %.3f",
@@ -246,6 +266,8 @@ nlohmann::json register_inputs(RegisterJob p, PairInputs in, StageTimes& times) 
           {"non_positive_jacobian_percent", j.non_positive_percent},
           {"log_jacobian_std", j.log_std},
           {"dice", std::isfinite(dice) ? nlohmann::json(dice) : nlohmann::json()},
+          {"tre_mm", tre.is_null() ? nlohmann::json() : tre["mean_mm"]},
+          {"tre", tre},
           {"inverse", inverse}};
 }
 

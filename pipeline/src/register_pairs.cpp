@@ -35,9 +35,10 @@ struct Pair {
 
 std::vector<Pair> read_pairs(const RegisterJob& base, const std::string& csv, const std::string& dir,
                              bool inverse) {
-  enum { kFixed, kMoving, kMovingLabels, kFixedLabels };
-  const std::vector<io::CsvRow> rows =
-      io::read_csv(csv, {"fixed", "moving", "moving_labels", "fixed_labels"}, {"fixed", "moving"}, "pairs file");
+  enum { kFixed, kMoving, kMovingLabels, kFixedLabels, kFixedPoints, kMovingPoints };
+  const std::vector<io::CsvRow> rows = io::read_csv(
+      csv, {"fixed", "moving", "moving_labels", "fixed_labels", "fixed_points", "moving_points"}, {"fixed", "moving"},
+      "pairs file");
   if (rows.empty()) throw io::IoError(csv + ": lists no pairs (a header fixed,moving and one row per pair)");
   std::vector<Pair> pairs;
   std::set<std::string> names;
@@ -50,6 +51,8 @@ std::vector<Pair> read_pairs(const RegisterJob& base, const std::string& csv, co
     p.moving = io::path_beside(csv, row.fields[kMoving]);
     p.moving_labels = io::path_beside(csv, row.fields[kMovingLabels]);
     p.fixed_labels = io::path_beside(csv, row.fields[kFixedLabels]);
+    p.fixed_points = io::path_beside(csv, row.fields[kFixedPoints]);
+    p.moving_points = io::path_beside(csv, row.fields[kMovingPoints]);
     if (p.fixed.empty() || p.moving.empty()) {
       throw io::IoError(csv + ":" + std::to_string(row.line) + ": a pair needs a fixed and a moving image");
     }
@@ -103,7 +106,7 @@ std::string summary_csv(const nlohmann::json& rows) {
       for (const auto& [k, v] : r["stage_seconds"].items()) stage_names.insert(k);
     }
   }
-  const std::vector<std::string> columns = {"pair", "fixed", "moving", "status", "seconds", "dice",
+  const std::vector<std::string> columns = {"pair", "fixed", "moving", "status", "seconds", "dice", "tre_mm",
                                             "non_positive_jacobian_percent", "peak_memory_mib", "error"};
   std::string text;
   for (const auto& c : columns) text += (text.empty() ? "" : ",") + c;
@@ -134,6 +137,7 @@ void write_index(const std::string& path, const nlohmann::json& rows, const std:
     row.picture = ok ? row.name + "_qc.png" : "";
     row.error = r.value("error", "");
     row.dice = number(r, "dice");
+    row.tre_mm = number(r, "tre_mm");
     row.folding_percent = number(r, "non_positive_jacobian_percent");
     row.seconds = number(r, "seconds");
     index.push_back(row);

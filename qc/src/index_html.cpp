@@ -42,12 +42,16 @@ std::string number(double v, const char* format) {
 bool failed(const IndexRow& r) { return r.status != "ok"; }
 
 // Worst first: failed rows, then ascending Dice (rows without Dice last), then descending
-// folding (rows without folding last), then by name.
+// TRE (rows without it last), then descending folding (rows without folding last), then by
+// name.
 bool worse(const IndexRow& a, const IndexRow& b) {
   if (failed(a) != failed(b)) return failed(a);
   const bool a_dice = std::isfinite(a.dice), b_dice = std::isfinite(b.dice);
   if (a_dice != b_dice) return a_dice;
   if (a_dice && a.dice != b.dice) return a.dice < b.dice;
+  const bool a_tre = std::isfinite(a.tre_mm), b_tre = std::isfinite(b.tre_mm);
+  if (a_tre != b_tre) return a_tre;
+  if (a_tre && a.tre_mm != b.tre_mm) return a.tre_mm > b.tre_mm;
   const bool a_fold = std::isfinite(a.folding_percent), b_fold = std::isfinite(b.folding_percent);
   if (a_fold != b_fold) return a_fold;
   if (a_fold && a.folding_percent != b.folding_percent) return a.folding_percent > b.folding_percent;
@@ -94,21 +98,24 @@ img.broken { outline: 3px solid #ff00ff; min-height: 3em; }
 
 void write_index_html(const std::string& path, std::vector<IndexRow> rows, const std::string& title) {
   std::stable_sort(rows.begin(), rows.end(), worse);
+  const bool tre = std::any_of(rows.begin(), rows.end(), [](const IndexRow& r) { return std::isfinite(r.tre_mm); });
   std::ostringstream html;
   html << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" << base::escape_html(title)
        << "</title>\n" << kStyle << "</head>\n<body>\n<h1>" << base::escape_html(title) << "</h1>\n"
        << "<p id=\"qc-load-status\">loading pictures</p>\n<table>\n<thead><tr><th>#</th><th>name</th>"
-       << "<th>status</th><th>Dice</th><th>folding %</th><th>seconds</th><th>error</th></tr></thead>\n<tbody>\n";
+       << "<th>status</th><th>Dice</th>" << (tre ? "<th>TRE mm</th>" : "")
+       << "<th>folding %</th><th>seconds</th><th>error</th></tr></thead>\n<tbody>\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const IndexRow& r = rows[i];
     const std::string name = base::escape_html(r.name);
     html << "<tr class=\"figures " << (failed(r) ? "failed" : "ok") << "\"><td class=\"num\">" << i + 1
          << "</td><td class=\"name\">" << name << "</td><td class=\"status\">" << base::escape_html(r.status)
          << "</td><td class=\"num\">" << number(r.dice, "%.3f") << "</td><td class=\"num\">"
+         << (tre ? number(r.tre_mm, "%.2f") + "</td><td class=\"num\">" : std::string())
          << number(r.folding_percent, "%.3f") << "</td><td class=\"num\">" << number(r.seconds, "%.1f")
          << "</td><td class=\"error\">" << base::escape_html(r.error) << "</td></tr>\n";
     if (!r.picture.empty()) {
-      html << "<tr class=\"picture\"><td colspan=\"7\"><img class=\"qc-picture\" src=\""
+      html << "<tr class=\"picture\"><td colspan=\"" << (tre ? 8 : 7) << "\"><img class=\"qc-picture\" src=\""
            << base::escape_html(escape_url(r.picture)) << "\" alt=\"quality-control picture of " << name
            << "\" loading=\"eager\"></td></tr>\n";
     }

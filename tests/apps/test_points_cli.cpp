@@ -5,7 +5,10 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <fstream>
+#include <sstream>
+#include <vector>
 #include <nlohmann/json.hpp>
 
 #include "autoreg/io/field.h"
@@ -79,6 +82,47 @@ TEST_F(PointsCli, BadPointInputIsRefusedAndNothingWritten) {
   EXPECT_EQ(r.code, 1) << r.output;
   r = run("evaluate --fixed-points " + path("fixed.csv"));
   EXPECT_EQ(r.code, 1) << r.output;
+}
+
+TEST_F(PointsCli, RegisterAndPairsReportTheTre) {
+  // No affine and no deformable step: the identity map, so the landmarks (3, 0, 4) mm
+  // apart stay 5 mm apart: the summary's TRE is the points' own distance.
+  std::ofstream(path("moving.csv")) << "x,y,z\n-3,5,7\n-7,12.5,13\n";
+  const std::string pair = " --fixed " + path("moving.nii.gz") + " --moving " + path("moving.nii.gz");
+  const std::string identity = " --no-affine --iterations 0,0 --threads 2";
+  const Result r = run("register" + pair + " --out-warped " + path("w.nii.gz") + " --out-field " + path("f.nii.gz") +
+                       " --fixed-points " + path("fixed.csv") + " --moving-points " + path("moving.csv") + identity + " --json");
+  ASSERT_EQ(r.code, 0) << r.output;
+  const auto j = nlohmann::json::parse(r.output.substr(r.output.find('{')));
+  EXPECT_EQ(j["tre"]["points"].get<int>(), 2);
+  EXPECT_NEAR(j["tre"]["before_mean_mm"].get<double>(), 5.0, 1e-9);
+  EXPECT_NEAR(j["tre_mm"].get<double>(), 5.0, 1e-4);
+  EXPECT_NEAR(j["tre"]["max_mm"].get<double>(), 5.0, 1e-4);
+  // --pairs: point columns, a tre_mm column in summary.csv and in index.html.
+  std::ofstream(path("pairs.csv")) << "fixed,moving,fixed_points,moving_points\nmoving.nii.gz,moving.nii.gz,fixed.csv,moving.csv\n";
+  const Result b = run("register --pairs " + path("pairs.csv") + " --out-dir " + path("out") + identity);
+  ASSERT_EQ(b.code, 0) << b.output;
+  std::ifstream csv(path("out/summary.csv"));
+  std::string header, row;
+  std::getline(csv, header);
+  std::getline(csv, row);
+  const auto cells = [](const std::string& line) {
+    std::vector<std::string> out;
+    std::stringstream in(line);
+    for (std::string c; std::getline(in, c, ',');) out.push_back(c);
+    return out;
+  };
+  const auto names = cells(header), values = cells(row);
+  const auto at = std::find(names.begin(), names.end(), "tre_mm");
+  ASSERT_NE(at, names.end()) << header;
+  ASSERT_LT(size_t(at - names.begin()), values.size()) << row;
+  EXPECT_NEAR(std::stod(values[at - names.begin()]), 5.0, 1e-4) << row;
+  std::ifstream html(path("out/index.html"));
+  const std::string page((std::istreambuf_iterator<char>(html)), {});
+  EXPECT_NE(page.find("TRE mm"), std::string::npos);
+  // One side alone is a usage error.
+  EXPECT_EQ(run("register" + pair + " --out-warped " + path("w2.nii.gz") + " --out-field " + path("f2.nii.gz") +
+                " --fixed-points " + path("fixed.csv")).code, 1);
 }
 
 }  // namespace

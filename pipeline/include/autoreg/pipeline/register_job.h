@@ -9,6 +9,7 @@
 
 #include <string>
 
+#include "autoreg/io/points.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/pipeline/register_pair.h"
 
@@ -18,6 +19,9 @@ struct RegisterJob {
   std::string fixed, moving;      // the images
   std::string moving_labels;      // optional: warped to out_labels
   std::string fixed_labels;       // optional: the warped labels' Dice against it in the summary
+  // optional, together: landmarks of the two images (io/points.h formats), the fixed ones
+  // carried into the moving image by the field: the TRE (mm) in the summary
+  std::string fixed_points, moving_points;
   std::string out_warped, out_field;  // the moving image on the fixed grid; the displacement field (LPS mm)
   std::string out_labels;         // with moving_labels
   std::string out_affine;         // optional: the affine alone (ITK transform file)
@@ -32,6 +36,7 @@ struct RegisterJob {
 // image's grid (or resampled with `force`), the fixed label map on the fixed grid.
 struct PairInputs {
   io::Volume fixed, moving, moving_labels, fixed_labels;
+  io::PointSet fixed_points, moving_points;  // with RegisterJob's points
 };
 PairInputs read_pair_inputs(const RegisterJob& job);
 

@@ -92,12 +92,13 @@ struct IndexRow {
   std::string status;   // "ok" or "failed"
   std::string error;
   double dice = kNoValue;
+  double tre_mm = kNoValue;  // landmarks' mean error after registration (a column when any row has it)
   double folding_percent = kNoValue;
   double seconds = kNoValue;
 };
 // A self-contained page (no external resources) listing every row worst first: failed
-// rows, then ascending Dice (rows without Dice after those with), ties by descending
-// folding. After the page loads, a script counts the pictures that loaded into
+// rows, then ascending Dice (rows without Dice after those with), then descending TRE
+// (rows without it after those with), ties by descending folding. After the page loads, a script counts the pictures that loaded into
 // #qc-load-status ("loaded N of M pictures") and body[data-loaded][data-total], and
 // marks broken ones. Written atomically; throws std::runtime_error naming `path`.
 void write_index_html(const std::string& path, std::vector<IndexRow> rows, const std::string& title);
