@@ -41,14 +41,24 @@ inline std::vector<int64_t> parse_int_list(const std::string& option, const std:
 }
 
 // Adam steps per level, coarse level first ("70,20": --iterations, --affine-iterations).
-inline std::array<unsigned, 2> parse_level_counts(const std::string& option, const std::string& text) {
+// Step counts per level, coarse level first: between `least` and `most` of them.
+inline std::vector<unsigned> parse_counts(const std::string& option, const std::string& text, size_t least, size_t most) {
   const std::vector<int64_t> out = parse_int_list(option, text);
   for (int64_t n : out) {
     if (n < 0) throw UsageError(option + ": counts must be >= 0");
     if (n > 1000000) throw UsageError(option + ": " + std::to_string(n) + " steps is more than 1000000");
   }
-  if (out.size() != 2) throw UsageError(option + ": give two counts, coarse level first");
-  return {unsigned(out[0]), unsigned(out[1])};
+  if (out.size() < least || out.size() > most) {
+    throw UsageError(option + ": give " + (least == most ? std::to_string(least) : std::to_string(least) + " to " + std::to_string(most)) +
+                     " counts, coarse level first");
+  }
+  return std::vector<unsigned>(out.begin(), out.end());
+}
+
+// Two step counts (the affine's levels), coarse level first.
+inline std::array<unsigned, 2> parse_level_counts(const std::string& option, const std::string& text) {
+  const std::vector<unsigned> out = parse_counts(option, text, 2, 2);
+  return {out[0], out[1]};
 }
 
 using pipeline::refuse_overwrite;

@@ -2,7 +2,7 @@
 //                  [--moving-labels L --out-labels WL] [--out-affine A.tfm]
 //                  [--out-inverse-field DI] [--fixed-labels FL] [--qc qc.png]
 //                  [--affine-only | --no-affine] [--similarity ncc|mse|mind]
-//                  [--regularization λ] [--iterations N1,N2] [--affine-iterations N1,N2]
+//                  [--regularization λ] [--iterations N1,N2,...] [--affine-iterations N1,N2]
 //                  [--fixed-orientation C] [--moving-orientation C]
 //                  [--model FILE|default [--refine K]]
 //                  [--device cpu|cuda] [--threads T] [--seed S] [--force] [--json]
@@ -71,7 +71,7 @@ int run_register(int argc, char** argv) {
   TCLAP::ValuesConstraint<std::string> sim_allowed(sims);
   TCLAP::ValueArg<std::string> similarity("", "similarity", "ncc (default), mse, or mind (MIND-SSC, for different modalities)", false, "ncc", &sim_allowed, cmd);
   TCLAP::ValueArg<double> lambda("", "regularization", "weight of the smoothness term (default " + number_text(defaults.regularization) + ")", false, defaults.regularization, "λ", cmd);
-  TCLAP::ValueArg<std::string> iterations("", "iterations", "deformable Adam steps at 1/4 and 1/2 resolution (default " + pipeline::counts_text(defaults.iterations) + ")", false, pipeline::counts_text(defaults.iterations), "N1,N2", cmd);
+  TCLAP::ValueArg<std::string> iterations("", "iterations", "deformable Adam steps per pyramid level, coarse to fine: the last at 1/2 resolution, each before it halving again (default " + pipeline::counts_text(defaults.iterations) + ": 1/4 and 1/2; 1 to 6 levels, more for larger motion, e.g. 70,70,70,20 for breathing; thick slices are not shrunk until the others reach them)", false, pipeline::counts_text(defaults.iterations), "N1,N2,...", cmd);
   TCLAP::ValueArg<std::string> affine_iterations("", "affine-iterations", "affine Adam steps at 4 mm and 2 mm (default " + pipeline::counts_text(defaults.affine_iterations) + ")", false, pipeline::counts_text(defaults.affine_iterations), "N1,N2", cmd);
   TCLAP::ValueArg<std::string> model("", "model", "a trained model (.autoreg, from autoreg train), or 'default' for the model shipped with autoreg; without it, instance optimisation", false, "", "FILE", cmd);
   TCLAP::ValueArg<int> refine("", "refine", "with --model: Adam steps of instance optimisation (1/2 resolution) refining the network's field (default 0)", false, 0, "K", cmd);
@@ -132,7 +132,7 @@ int run_register(int argc, char** argv) {
   s.deformable = !affine_only.getValue();
   s.similarity = similarity.getValue();
   s.regularization = lambda.getValue();
-  s.iterations = parse_level_counts("--iterations", iterations.getValue());
+  s.iterations = parse_counts("--iterations", iterations.getValue(), 1, 6);
   s.affine_iterations = parse_level_counts("--affine-iterations", affine_iterations.getValue());
   if (refine.getValue() < 0) throw UsageError("--refine must be >= 0");
   s.refine = unsigned(refine.getValue());

@@ -1,7 +1,7 @@
 // autoreg segment --atlases atlases.csv --target T1 --out labels
 //                 [--fusion majority|weighted|jlf] [--patch-radius R] [--search-radius S] [--no-patch-vote]
 //                 [--beta B] [--alpha A] [--power P]
-//                 [--model FILE|default [--refine K]] [--iterations N1,N2] [--registered]
+//                 [--model FILE|default [--refine K]] [--iterations N1,N2,...] [--registered]
 //                 [--out-probabilities DIR] [--out-warped-dir DIR [--out-inverse-fields]] [--target-labels FILE]
 //                 [--qc qc.png] [--device cpu|cuda] [--threads T] [--json]
 //
@@ -41,7 +41,7 @@ int run_segment(int argc, char** argv) {
   TCLAP::ValueArg<double> power("", "power", "weighted: weight = (local mean squared difference)^-P (default 2)", false, 2, "P", cmd);
   TCLAP::ValueArg<std::string> model("", "model", "a trained model, or 'default'; without it, instance optimisation (as register)", false, "", "FILE", cmd);
   TCLAP::ValueArg<int> refine("", "refine", "with --model: instance optimisation steps refining the network's field", false, 0, "K", cmd);
-  TCLAP::ValueArg<std::string> iterations("", "iterations", "instance optimisation Adam steps at 1/4 and 1/2 resolution (default " + pipeline::counts_text(defaults.iterations) + ")", false, pipeline::counts_text(defaults.iterations), "N1,N2", cmd);
+  TCLAP::ValueArg<std::string> iterations("", "iterations", "instance optimisation Adam steps per pyramid level, coarse to fine, the last at 1/2 resolution (default " + pipeline::counts_text(defaults.iterations) + ": 1/4 and 1/2; 1 to 6 levels)", false, pipeline::counts_text(defaults.iterations), "N1,N2,...", cmd);
   TCLAP::SwitchArg registered("", "registered", "the atlases are on the target's grid already (registered by another run or tool): fuse only", cmd, false);
   TCLAP::ValueArg<std::string> out_probabilities("", "out-probabilities", "folder for each label's fused probability (label_<value>.nii.gz)", false, "", "DIR", cmd);
   TCLAP::ValueArg<std::string> out_warped_dir("", "out-warped-dir", "folder for every atlas's image and labels on the target's grid, with an atlases.csv that --registered reads", false, "", "DIR", cmd);
@@ -94,7 +94,7 @@ int run_segment(int argc, char** argv) {
   pipeline::RegistrationSettings registration;
   registration.model = model.getValue();
   registration.device = device.value();
-  registration.iterations = parse_level_counts("--iterations", iterations.getValue());
+  registration.iterations = parse_counts("--iterations", iterations.getValue(), 1, 6);
   registration.refine = unsigned(refine.getValue());
   o.pair = pair_options_of(registration);
   o.pair.inverse = inverse;

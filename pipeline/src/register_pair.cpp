@@ -25,7 +25,7 @@ PairOptions pair_options(const RegistrationSettings& s) {
   o.stages = !s.deformable ? Stages::AffineOnly : !s.affine ? Stages::DeformableOnly : Stages::AffineAndDeformable;
   o.affine.similarity = o.deformable.similarity = s.similarity;
   o.deformable.regularization = s.regularization;
-  o.deformable.iterations = {s.iterations[0], s.iterations[1]};
+  o.deformable.iterations.assign(s.iterations.begin(), s.iterations.end());
   o.affine.iterations = {s.affine_iterations[0], s.affine_iterations[1]};
   o.deformable.seed = s.seed;
   o.device = s.device;
@@ -75,8 +75,10 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
   // outside it by its border values: continuous, so no folding at the box's faces. The
   // half-resolution result goes to the full grid in one pass, followed by `then` if given.
   // With the inverse, *inverse gets the fitted part's inverse (exp(−v)), on its own.
-  const auto fit_on_foreground = [&](const at::Tensor& moved, const registration::InstanceOptions& options,
+  const auto fit_on_foreground = [&](const at::Tensor& moved, registration::InstanceOptions options,
                                      const at::Tensor& then, at::Tensor* inverse) {
+    // The pyramid is planned on the fixed grid's voxels (tensor axes D, H, W are ITK's k, j, i).
+    options.spacing = {fixed.geometry.spacing[2], fixed.geometry.spacing[1], fixed.geometry.spacing[0]};
     const Box box = o.crop ? foreground_box(f, moved, 8) : Box{{{0, f.size(2)}, {0, f.size(3)}, {0, f.size(4)}}};
     at::Tensor velocity;
     {

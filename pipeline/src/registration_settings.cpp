@@ -14,11 +14,20 @@ void validate(const RegistrationSettings& s) {
   if (!s.model.empty() && !s.deformable) {
     throw SettingsError("--model and --affine-only exclude each other (the model is the deformable stage)");
   }
+  if (s.iterations.empty() || s.iterations.size() > 6) {
+    throw SettingsError("--iterations: 1 to 6 counts, one per pyramid level, got " + std::to_string(s.iterations.size()));
+  }
   if (s.refine > 0 && s.model.empty()) throw SettingsError("--refine needs --model (refinement iterations need a model to refine)");
 }
 
 std::string counts_text(const std::array<unsigned, 2>& counts) {
-  return std::to_string(counts[0]) + "," + std::to_string(counts[1]);
+  return counts_text(std::vector<unsigned>(counts.begin(), counts.end()));
+}
+
+std::string counts_text(const std::vector<unsigned>& counts) {
+  std::string text;
+  for (unsigned n : counts) text += (text.empty() ? "" : ",") + std::to_string(n);
+  return text;
 }
 
 }  // namespace autoreg::pipeline

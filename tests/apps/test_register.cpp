@@ -54,6 +54,14 @@ TEST_F(Cli, RegisterAlignsASyntheticPair) {
                 path("m.nii.gz") + " --out-warped " + path("w2.nii.gz") + " --out-field " +
                 path("d2.nii.gz")).code, 1);
   EXPECT_FALSE(fs::exists(path("w2.nii.gz")));
+  // Three levels (1/8, 1/4, 1/2) register as well; seven are refused.
+  const std::string pair = " --no-affine --similarity mse --regularization 0.05 --fixed " + path("f.nii.gz") +
+                           " --moving " + path("m.nii.gz") + " --out-field " + path("d3.nii.gz") + " --out-warped ";
+  ASSERT_EQ(run("register --iterations 20,40,40" + pair + path("w3.nii.gz")).code, 0);
+  EXPECT_LT(inner(fixed - io::read_volume(path("w3.nii.gz")).data).pow(2).mean().item<double>(), 0.5 * before);
+  const Result seven = run("register --iterations 1,1,1,1,1,1,1" + pair + path("w4.nii.gz"));
+  EXPECT_EQ(seven.code, 1);
+  EXPECT_NE(seven.output.find("give 1 to 6 counts"), std::string::npos) << seven.output;
 }
 
 

@@ -4,6 +4,9 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <array>
+#include <vector>
+
 #include "autoreg/ops.h"
 #include "autoreg/registration/instance.h"
 
@@ -42,6 +45,48 @@ TEST(FitDisplacement, RecoversAKnownSmoothDeformation) {
   EXPECT_LT(err_fit, 0.6 * err_identity);
   // And diffeomorphic.
   EXPECT_GT(ops::jacobian_determinant(u).min().item<double>(), 0.0);
+}
+
+using Plan = std::vector<std::array<int64_t, 3>>;
+
+TEST(Pyramid, IsotropicOrUnknownSpacingShrinksEveryAxisAlike) {
+  EXPECT_EQ(reg::pyramid_factors(2, {1, 1, 1}), (Plan{{4, 4, 4}, {2, 2, 2}, {2, 2, 2}}));
+  EXPECT_EQ(reg::pyramid_factors(2, {0, 0, 0}), (Plan{{4, 4, 4}, {2, 2, 2}, {2, 2, 2}}));
+  // Within 1.5× of the finest: as isotropic (a 1.2 mm axis among 1 mm ones).
+  EXPECT_EQ(reg::pyramid_factors(2, {1.2, 1, 1}), (Plan{{4, 4, 4}, {2, 2, 2}, {2, 2, 2}}));
+  EXPECT_EQ(reg::pyramid_factors(4, {2, 2, 2}), (Plan{{16, 16, 16}, {8, 8, 8}, {4, 4, 4}, {2, 2, 2}, {2, 2, 2}}));
+}
+
+TEST(Pyramid, AThickSliceAxisIsNotShrunkUntilTheOthersReachIt) {
+  // The liver slab: 4 mm slices (D), 1.37 mm in plane. At 1/16 in plane (21.9 mm) the
+  // slices shrink by 5 (20 mm); at 1/4 (5.5 mm) by 1; the half-resolution grid keeps them.
+  EXPECT_EQ(reg::pyramid_factors(4, {4, 1.37, 1.37}), (Plan{{5, 16, 16}, {3, 8, 8}, {1, 4, 4}, {1, 2, 2}, {1, 2, 2}}));
+  // Any axis may be the thick one (here W, 2.5 mm against 0.43 mm).
+  EXPECT_EQ(reg::pyramid_factors(2, {0.43, 0.43, 2.5}), (Plan{{4, 4, 1}, {2, 2, 1}, {2, 2, 1}}));
+}
+
+TEST(FitDisplacement, AThickSlabKeepsItsSlicesAndAnyNumberOfLevelsFits) {
+  at::manual_seed(3);
+  // 6 slices of 4 mm, 40×40 of 1.37 mm: the velocity's grid keeps the 6 slices.
+  const at::Tensor fixed = at::upsample_trilinear3d(at::rand({1, 1, 3, 6, 6}), {6, 40, 40}, true);
+  const at::Tensor shift = at::zeros({1, 3, 6, 40, 40});
+  shift.narrow(1, 2, 1).fill_(1.5);  // 1.5 voxels along W
+  const at::Tensor moving = ops::warp(fixed, -shift, ops::Interpolation::Linear, ops::Padding::Border);
+  reg::InstanceOptions o;
+  o.similarity = "mse";
+  o.regularization = 0.05;
+  o.spacing = {4, 1.37, 1.37};
+  for (const std::vector<int64_t>& levels : {std::vector<int64_t>{40}, {30, 30}, {20, 20, 20, 20}}) {
+    o.iterations = levels;
+    const at::Tensor half = reg::fit_half_displacement(fixed, moving, o);
+    EXPECT_EQ(half.sizes(), (at::IntArrayRef{1, 3, 6, 20, 20})) << levels.size() << " levels";
+    const at::Tensor u = reg::fit_displacement(fixed, moving, o);
+    const auto inner = [](const at::Tensor& t) { return t.narrow(3, 6, 28).narrow(4, 6, 28); };
+    const double before = inner(fixed - moving).pow(2).mean().item<double>();
+    const double after =
+        inner(fixed - ops::warp(moving, u, ops::Interpolation::Linear, ops::Padding::Border)).pow(2).mean().item<double>();
+    EXPECT_LT(after, 0.5 * before) << levels.size() << " levels";
+  }
 }
 
 }  // namespace

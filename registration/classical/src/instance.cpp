@@ -2,6 +2,10 @@
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
 #include <torch/optim/adam.h>
 
 #include "autoreg/ops.h"
@@ -11,11 +15,22 @@
 namespace autoreg::registration {
 namespace {
 
-// Average pooling by `factor` (a no-op for 1): the image pyramid.
-at::Tensor downsample(const at::Tensor& image, int64_t factor) {
-  if (factor == 1) return image;
-  return at::avg_pool3d(image, {factor, factor, factor}, {factor, factor, factor}, {0, 0, 0},
+using Factors = std::array<int64_t, 3>;  // along D, H, W
+
+// Average pooling by `factor` per axis (a no-op for 1): the image pyramid.
+at::Tensor downsample(const at::Tensor& image, const Factors& f) {
+  if (f[0] == 1 && f[1] == 1 && f[2] == 1) return image;
+  return at::avg_pool3d(image, {f[0], f[1], f[2]}, {f[0], f[1], f[2]}, {0, 0, 0},
                         /*ceil_mode=*/true, /*count_include_pad=*/false);
+}
+
+// The finest axis (the first of equals): its voxels set Adam's step.
+int finest_axis(const std::array<double, 3>& spacing) {
+  int a = 0;
+  for (int d = 1; d < 3; ++d) {
+    if (spacing[d] > 0 && spacing[d] < spacing[a]) a = d;
+  }
+  return a;
 }
 
 // A displacement (voxels of its grid) resampled onto a grid of `size`, rescaled to the
@@ -33,6 +48,21 @@ at::Tensor resize_field(const at::Tensor& u, at::IntArrayRef size) {
 
 }  // namespace
 
+std::vector<std::array<int64_t, 3>> pyramid_factors(size_t levels, const std::array<double, 3>& spacing) {
+  const double finest = std::min({spacing[0], spacing[1], spacing[2]});
+  std::vector<Factors> plan;
+  for (size_t l = 0; l <= levels; ++l) {
+    // Shrink of the finest axis: 2^(L−l) for the levels, 2 for the half-resolution grid.
+    const int64_t base = l < levels ? int64_t(1) << (levels - l) : 2;
+    Factors f{base, base, base};
+    for (int d = 0; d < 3 && finest > 0; ++d) {
+      if (spacing[d] >= 1.5 * finest) f[d] = std::max<int64_t>(1, std::llround(double(base) * finest / spacing[d]));
+    }
+    plan.push_back(f);
+  }
+  return plan;
+}
+
 at::Tensor fit_half_displacement(const at::Tensor& fixed, const at::Tensor& moving,
                                  const InstanceOptions& o) {
   const at::Tensor velocity = fit_half_velocity(fixed, moving, o);
@@ -46,37 +76,42 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
               "fit_displacement: fixed and moving must be 1×1×D×H×W of one size, got ",
               fixed.sizes(), " and ", moving.sizes());
   check_similarity(o.similarity);
-  TORCH_CHECK(o.iterations.size() == 2, "fit_displacement: iterations needs 2 levels (1/4, 1/2)");
+  TORCH_CHECK(!o.iterations.empty() && o.iterations.size() <= 6, "fit_displacement: 1 to 6 levels, got ",
+              o.iterations.size());
   at::manual_seed(o.seed);
   const at::Tensor f = fixed.to(at::kFloat), m = moving.to(at::kFloat);
+  const size_t levels = o.iterations.size();
+  const std::vector<Factors> plan = pyramid_factors(levels, o.spacing);
   std::vector<int64_t> half;
-  for (int64_t d = 2; d < 5; ++d) half.push_back((f.size(d) + 1) / 2);
-  const int64_t factors[2] = {4, 2};
-  const int64_t windows[2] = {5, 7};
+  for (int64_t d = 0; d < 3; ++d) half.push_back((f.size(2 + d) + plan[levels][d] - 1) / plan[levels][d]);
+  const int a = finest_axis(o.spacing);
+
   // The velocity lives on each level's grid: 1/4 resolution first (a step there costs a
   // fraction of one at 1/2), then upsampled to 1/2 for the second level. Adam's step is
   // `learning_rate` half-resolution voxels, the same physical length on both levels.
   at::Tensor velocity;
-  for (int level = 0; level < 2; ++level) {
-    if (level == 0 && o.iterations[0] == 0) continue;  // (a refinement) start at 1/2 from zero
-    const at::Tensor fl = downsample(f, factors[level]), ml = downsample(m, factors[level]);
+  for (size_t level = 0; level < levels; ++level) {
+    // Leading levels without steps (a refinement) are skipped: the first with steps starts from zero.
+    if (!velocity.defined() && o.iterations[level] == 0 && level + 1 < levels) continue;
+    const at::Tensor fl = downsample(f, plan[level]), ml = downsample(m, plan[level]);
+    const int64_t window = level + 1 == levels ? 7 : 5;  // the local NCC's, in the level's voxels
     {
       c10::AutoGradMode no_grad(false);
       velocity = velocity.defined() ? resize_field(velocity, fl.sizes().slice(2))
                                     : at::zeros({1, 3, fl.size(2), fl.size(3), fl.size(4)}, f.options());
     }
     velocity.requires_grad_();
-    const double scale = double(fl.size(2)) / double(half[0]);  // level voxels per half-resolution voxel
+    const double scale = double(fl.size(2 + a)) / double(half[a]);  // level voxels per half-resolution voxel
     torch::optim::Adam adam({velocity}, torch::optim::AdamOptions(o.learning_rate * scale));
     for (int64_t it = 0; it < o.iterations[level]; ++it) {
       adam.zero_grad();
       const at::Tensor u = ops::integrate(velocity, o.integration_steps);
       const at::Tensor warped = ops::warp(ml, u, ops::Interpolation::Linear, ops::Padding::Border);
-      const at::Tensor loss = similarity_loss(o.similarity, fl, warped, windows[level]) +
+      const at::Tensor loss = similarity_loss(o.similarity, fl, warped, window) +
                               o.regularization * gradient_l2(velocity);
       loss.backward();
       adam.step();
-      if (o.progress) o.progress(level, it, loss.item<double>());
+      if (o.progress) o.progress(int(level), it, loss.item<double>());
     }
     velocity = velocity.detach();
   }

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "autoreg/base/errors.h"
 
@@ -25,7 +26,10 @@ struct RegistrationSettings {
   bool deformable = true;          // false: the affine alone (--affine-only)
   std::string similarity = "ncc";  // --similarity: ncc, mse or mind (MIND-SSC, for different modalities)
   double regularization = 1.0;     // --regularization: weight of instance optimisation's smoothness term
-  std::array<unsigned, 2> iterations{70, 20};           // --iterations: instance optimisation's Adam steps at 1/4 and 1/2 resolution
+  // --iterations: instance optimisation's Adam steps per pyramid level, coarse to fine,
+  // the last at 1/2 resolution and each before it halving again (1 to 6 levels; the
+  // pyramid planned per axis from the spacing, registration/instance.h)
+  std::vector<unsigned> iterations{70, 20};
   std::array<unsigned, 2> affine_iterations{150, 100};  // --affine-iterations: the affine's Adam steps at 4 mm and 2 mm
   unsigned refine = 0;             // --refine: with a model, instance optimisation steps refining its field
   uint64_t seed = 0;               // --seed
@@ -34,7 +38,8 @@ struct RegistrationSettings {
 // Throws SettingsError for settings that contradict each other or are out of range.
 void validate(const RegistrationSettings& settings);
 
-// A pair of counts as the command line writes it: {70, 20} → "70,20".
+// Counts as the command line writes them: {70, 20} → "70,20".
 std::string counts_text(const std::array<unsigned, 2>& counts);
+std::string counts_text(const std::vector<unsigned>& counts);
 
 }  // namespace autoreg::pipeline

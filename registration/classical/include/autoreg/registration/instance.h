@@ -3,12 +3,14 @@
 // after a network's prediction).
 //
 // The field is a stationary velocity field at half resolution, integrated by scaling
-// and squaring and upsampled ×2; it is fitted coarse to fine (image pyramids at 1/4 and
-// 1/2 resolution) by Adam on similarity + λ·smoothness through the operators' autograd.
+// and squaring and upsampled ×2; it is fitted coarse to fine (image pyramids, by default
+// at 1/4 and 1/2 resolution) by Adam on similarity + λ·smoothness through the operators'
+// autograd.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -19,8 +21,10 @@ namespace autoreg::registration {
 struct InstanceOptions {
   std::string similarity = "ncc";            // "ncc" (local, windows 5 and 7), "mse" or "mind"
   double regularization = 1.0;               // λ on the mean squared velocity gradient
-  // Per level, 1/4 then 1/2 resolution, and Adam's step in half-resolution voxels: on
-  // the validation pairs 06↔07 (3 squarings), 70 and 20 steps of 0.15 gave Dice
+  // Adam steps per level, coarse to fine: the last level is at 1/2 resolution and each
+  // level before it halves again (two: 1/4, 1/2; four: 1/16, 1/8, 1/4, 1/2, for motion
+  // of several centimetres), and Adam's step in half-resolution voxels: on the
+  // validation pairs 06↔07 (3 squarings), 70 and 20 steps of 0.15 gave Dice
   // 0.595/0.591, 100 and 25 of 0.1 0.593/0.590, 50 and 15 of 0.2 0.592/0.589.
   std::vector<int64_t> iterations = {70, 20};
   double learning_rate = 0.15;
@@ -29,9 +33,21 @@ struct InstanceOptions {
   // 9.7 s with 5, 7.1 s with 3).
   int64_t integration_steps = 3;
   uint64_t seed = 0;
+  // The voxel spacing along D, H, W (mm), when known: the pyramid is planned per axis
+  // (pyramid_factors). Unset: every axis shrinks alike.
+  std::array<double, 3> spacing{0, 0, 0};
   // Called after every iteration: level (0-based), iteration, loss.
   std::function<void(int, int64_t, double)> progress;
 };
+
+// The pyramid's shrink factors along D, H, W for each of `levels` levels, coarse to fine,
+// and last the half-resolution grid's (the velocity's): level l of L shrinks the finest
+// axis by 2^(L−l), the half-resolution grid by 2. An axis whose voxels are at least 1.5×
+// the finest is shrunk to about the finest axis's spacing at that level and no further
+// (at least 1), as ANTs and elastix plan anisotropic schedules: a slab of 1.37×1.37×4 mm
+// keeps its 4 mm slices until the in-plane voxels reach them. Unset spacing, or axes
+// within 1.5× of each other: 4, 2 and 2 on every axis for two levels, as always.
+std::vector<std::array<int64_t, 3>> pyramid_factors(size_t levels, const std::array<double, 3>& spacing);
 
 // Fits x ↦ x + u(x) such that moving(x + u(x)) ≈ fixed(x). fixed, moving: 1×1×D×H×W on
 // one grid, intensities normalised to about [0, 1]. Returns u, 1×3×D×H×W in voxels.
@@ -39,7 +55,7 @@ at::Tensor fit_displacement(const at::Tensor& fixed, const at::Tensor& moving,
                             const InstanceOptions& options = {});
 
 // The same field before its upsampling: on the half-resolution grid ((n + 1) / 2
-// voxels along an axis of n), in voxels of that grid; fit_displacement upsamples it
+// voxels along an axis of n; n along an axis the plan does not shrink), in voxels of that grid; fit_displacement upsamples it
 // trilinearly (corners aligned). For callers that fuse the upsampling with what follows.
 at::Tensor fit_half_displacement(const at::Tensor& fixed, const at::Tensor& moving,
                                  const InstanceOptions& options = {});
