@@ -17,8 +17,10 @@ namespace {
 
 using Factors = std::array<int64_t, 3>;  // along D, H, W
 
-// Average pooling by `factor` per axis (a no-op for 1): the image pyramid.
-at::Tensor downsample(const at::Tensor& image, const Factors& f) {
+// Average pooling by `factor` per axis (a no-op for 1), at most the axis's length (a
+// small volume at a coarse level keeps one voxel): the image pyramid.
+at::Tensor downsample(const at::Tensor& image, Factors f) {
+  for (int d = 0; d < 3; ++d) f[d] = std::min(f[d], image.size(2 + d));
   if (f[0] == 1 && f[1] == 1 && f[2] == 1) return image;
   return at::avg_pool3d(image, {f[0], f[1], f[2]}, {f[0], f[1], f[2]}, {0, 0, 0},
                         /*ceil_mode=*/true, /*count_include_pad=*/false);
@@ -50,13 +52,18 @@ at::Tensor resize_field(const at::Tensor& u, at::IntArrayRef size) {
 
 std::vector<std::array<int64_t, 3>> pyramid_factors(size_t levels, const std::array<double, 3>& spacing) {
   const double finest = std::min({spacing[0], spacing[1], spacing[2]});
+  const double coarsest = std::max({spacing[0], spacing[1], spacing[2]});
+  // Thick slices: voxels as near cubes as the level allows, of the volume an even shrink
+  // would give them (the geometric mean spacing times the shrink).
+  const bool thick = finest > 0 && coarsest >= 1.5 * finest;
+  const double mean_spacing = thick ? std::cbrt(spacing[0] * spacing[1] * spacing[2]) : 0;
   std::vector<Factors> plan;
   for (size_t l = 0; l <= levels; ++l) {
-    // Shrink of the finest axis: 2^(L−l) for the levels, 2 for the half-resolution grid.
+    // The even shrink: 2^(L−l) for the levels, 2 for the half-resolution grid.
     const int64_t base = l < levels ? int64_t(1) << (levels - l) : 2;
     Factors f{base, base, base};
-    for (int d = 0; d < 3 && finest > 0; ++d) {
-      if (spacing[d] >= 1.5 * finest) f[d] = std::max<int64_t>(1, std::llround(double(base) * finest / spacing[d]));
+    for (int d = 0; d < 3 && thick; ++d) {
+      f[d] = std::max<int64_t>(1, std::llround(double(base) * mean_spacing / spacing[d]));
     }
     plan.push_back(f);
   }

@@ -41,12 +41,13 @@ struct InstanceOptions {
 };
 
 // The pyramid's shrink factors along D, H, W for each of `levels` levels, coarse to fine,
-// and last the half-resolution grid's (the velocity's): level l of L shrinks the finest
-// axis by 2^(L−l), the half-resolution grid by 2. An axis whose voxels are at least 1.5×
-// the finest is shrunk to about the finest axis's spacing at that level and no further
-// (at least 1), as ANTs and elastix plan anisotropic schedules: a slab of 1.37×1.37×4 mm
-// keeps its 4 mm slices until the in-plane voxels reach them. Unset spacing, or axes
-// within 1.5× of each other: 4, 2 and 2 on every axis for two levels, as always.
+// and last the half-resolution grid's (the velocity's): level l of L shrinks every axis
+// by 2^(L−l), the half-resolution grid by 2, when the axes' spacings are within 1.5× of
+// each other (4, 2 and 2 for two levels, as always). With thicker slices than that, each
+// level's voxels are made as near cubes as the axes allow, of the volume the even shrink
+// would give them (side: the shrink × the geometric mean spacing): a 1.37×1.37×4 mm slab
+// keeps its slices on the half-resolution grid (1, 3, 3), and a 0.43×0.43×2.5 mm T2 is
+// not worked on at 0.86 mm in plane but at 1.7 mm (4, 4, 1), at no more cost.
 std::vector<std::array<int64_t, 3>> pyramid_factors(size_t levels, const std::array<double, 3>& spacing);
 
 // Fits x ↦ x + u(x) such that moving(x + u(x)) ≈ fixed(x). fixed, moving: 1×1×D×H×W on
