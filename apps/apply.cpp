@@ -21,6 +21,7 @@
 #include "autoreg/io/points.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/io/transform.h"
+#include "common_args.h"
 #include "exit_codes.h"
 #include "options.h"
 #include "autoreg/pipeline/qc_picture.h"
@@ -76,13 +77,7 @@ void apply_points(const std::string& field, const std::string& in, const std::st
   io::point_format_of(out);  // a name that says a format, before any work
   io::PointSet points = io::read_points(in, o);
   if (is_affine_file(field)) {
-    const at::Tensor a = io::read_affine(field).to(at::kDouble).contiguous();
-    const auto m = a.accessor<double, 2>();
-    for (auto& x : points.points) {
-      std::array<double, 3> y{};
-      for (int r = 0; r < 3; ++r) y[r] = m[r][0] * x[0] + m[r][1] * x[1] + m[r][2] * x[2] + m[r][3];
-      x = y;
-    }
+    points.points = io::affine_points(points.points, io::read_affine(field));
   } else {
     io::Geometry grid;
     const at::Tensor u = io::read_displacement_field(field, &grid);
@@ -102,8 +97,7 @@ int run_apply(int argc, char** argv) {
   TCLAP::ValueArg<std::string> reference("", "reference", "fixed image: the output grid", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> out("", "out", "warped output (with --points: the moved points, in LPS mm, in the format its name says)", true, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> points("", "points", "instead of --moving: points of the fixed image (.csv LPS as ANTs, elastix .txt/.pts, .vtk, Slicer .fcsv/.mrk.json, a voxel-index list) to carry into the moving image", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> points_grid("", "points-grid", "the image whose voxels index the --points of an elastix 'index' file or a voxel-index list", false, "", "IMAGE", cmd);
-  TCLAP::ValueArg<int> index_base("", "points-index-base", "a voxel-index list's first index: 0 or 1", false, -1, "0|1", cmd);
+  PointIndexArgs point_index(cmd);
   std::vector<std::string> modes = {"linear", "nearest"};
   TCLAP::ValuesConstraint<std::string> allowed(modes);
   TCLAP::ValueArg<std::string> interpolation(
@@ -119,20 +113,14 @@ int run_apply(int argc, char** argv) {
     for (const TCLAP::Arg* a : std::initializer_list<const TCLAP::Arg*>{&moving, &reference, &interpolation, &moving_orientation, &qc}) {
       if (a->isSet()) throw UsageError("--" + a->getName() + " is for images; --points moves points");
     }
-    if (index_base.isSet() && index_base.getValue() != 0 && index_base.getValue() != 1) {
-      throw UsageError("--points-index-base must be 0 or 1");
-    }
     std::string in = points.getValue(), to = out.getValue(), f = field.getValue();
     refuse_overwrite({&to}, {&f, &in});
-    io::PointFileOptions o;
-    if (index_base.isSet()) o.index_base = index_base.getValue();
-    if (points_grid.isSet()) o.grid = io::read_geometry(points_grid.getValue());
-    apply_points(f, in, to, o);
+    apply_points(f, in, to, point_index.options());
     std::printf("wrote %s\n", to.c_str());
     return kOk;
   }
   if (!moving.isSet() || !reference.isSet()) throw UsageError("--moving and --reference are required (or --points)");
-  if (points_grid.isSet() || index_base.isSet()) throw UsageError("--points-grid and --points-index-base go with --points");
+  if (point_index.is_set()) throw UsageError("--points-grid and --points-index-base go with --points");
 
   ApplyParams p{field.getValue(), moving.getValue(), reference.getValue(), out.getValue(),
                 checked_orientation("--moving-orientation", moving_orientation.getValue()),

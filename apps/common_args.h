@@ -1,5 +1,6 @@
 // The options several subcommands share, declared once: --threads (every subcommand that
-// computes) and --device (those that can run on a GPU).
+// computes), --device (those that can run on a GPU) and how point files index voxels
+// (apply and evaluate).
 #pragma once
 
 #include <tclap/CmdLine.h>
@@ -8,6 +9,10 @@
 
 #include <string>
 #include <vector>
+
+#include "autoreg/base/errors.h"
+#include "autoreg/io/points.h"
+#include "autoreg/io/volume.h"
 
 namespace autoreg::apps {
 
@@ -30,6 +35,29 @@ struct DeviceArg {
   std::vector<std::string> names{"cpu", "cuda"};
   TCLAP::ValuesConstraint<std::string> allowed{names};
   TCLAP::ValueArg<std::string> arg;
+};
+
+// --points-grid and --points-index-base: what the voxel indices of an elastix `index`
+// file or a voxel-index list refer to.
+struct PointIndexArgs {
+  explicit PointIndexArgs(TCLAP::CmdLine& cmd)
+      : grid("", "points-grid", "the image whose voxels index the points of an elastix 'index' file or a voxel-index list",
+             false, "", "IMAGE", cmd),
+        base("", "points-index-base", "a voxel-index list's first index: 0 or 1 (DIR-Lab's are 1-based)", false, -1, "0|1",
+             cmd) {}
+  bool is_set() const { return grid.isSet() || base.isSet(); }
+  // The options for io::read_points (UsageError for a base other than 0 or 1; reads the grid's header).
+  io::PointFileOptions options() const {
+    io::PointFileOptions o;
+    if (base.isSet()) {
+      if (base.getValue() != 0 && base.getValue() != 1) throw base::UsageError("--points-index-base must be 0 or 1");
+      o.index_base = base.getValue();
+    }
+    if (grid.isSet()) o.grid = io::read_geometry(grid.getValue());
+    return o;
+  }
+  TCLAP::ValueArg<std::string> grid;
+  TCLAP::ValueArg<int> base;
 };
 
 }  // namespace autoreg::apps

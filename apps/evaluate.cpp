@@ -21,6 +21,7 @@
 #include "autoreg/io/points.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/registration/metrics.h"
+#include "common_args.h"
 #include "exit_codes.h"
 #include "options.h"
 
@@ -45,16 +46,11 @@ nlohmann::json error_summary(const io::PointErrors& e) {
 
 // TRE of the fixed points carried by the field (none: the identity) to the moving ones.
 nlohmann::json point_errors(const EvaluateParams& p, const at::Tensor& u, const io::Geometry& grid) {
-  const io::PointSet fixed = io::read_points(p.fixed_points, p.point_options);
-  const io::PointSet moving = io::read_points(p.moving_points, p.point_options);
-  if (fixed.points.size() != moving.points.size()) {
-    throw io::IoError(p.moving_points + ": " + std::to_string(moving.points.size()) + " points, " + p.fixed_points + " has " +
-                      std::to_string(fixed.points.size()) + " (the same points in the same order)");
-  }
-  const io::PointErrors before = io::point_errors(fixed.points, moving.points);
-  nlohmann::json out = {{"points", fixed.points.size()}, {"before", error_summary(before)}};
+  const io::Landmarks l = io::read_landmarks(p.fixed_points, p.moving_points, p.point_options);
+  const io::PointErrors before = io::point_errors(l.fixed.points, l.moving.points);
+  nlohmann::json out = {{"points", l.fixed.points.size()}, {"before", error_summary(before)}};
   if (!u.defined()) return out;
-  const io::PointErrors after = io::point_errors(io::displace_points(fixed.points, u, grid, p.fixed_points), moving.points);
+  const io::PointErrors after = io::point_errors(io::displace_points(l.fixed.points, u, grid, p.fixed_points), l.moving.points);
   out["after"] = error_summary(after);
   out["per_point_mm"] = nlohmann::json::array();
   for (size_t i = 0; i < after.distances.size(); ++i) {
@@ -171,8 +167,7 @@ int run_evaluate(int argc, char** argv) {
   TCLAP::ValueArg<std::string> labels("", "labels", "labels to evaluate, e.g. 2,4,17 (default: all present but 0)", false, "", "LIST", cmd);
   TCLAP::ValueArg<std::string> fixed_points("", "fixed-points", "landmarks of the fixed image (.csv LPS as ANTs, elastix .txt/.pts, .vtk, Slicer .fcsv/.mrk.json, or a voxel-index list)", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> moving_points("", "moving-points", "the same landmarks, in the same order, in the moving image", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> points_grid("", "points-grid", "the image whose voxels index the points of an elastix 'index' file or a voxel-index list", false, "", "IMAGE", cmd);
-  TCLAP::ValueArg<int> index_base("", "points-index-base", "a voxel-index list's first index: 0 or 1 (DIR-Lab's are 1-based)", false, -1, "0|1", cmd);
+  PointIndexArgs point_index(cmd);
   TCLAP::SwitchArg json("", "json", "print JSON (with each point's error)", cmd, false);
   TCLAP::SwitchArg csv("", "csv", "print CSV", cmd, false);
   cmd.setExceptionHandling(false);
@@ -185,14 +180,10 @@ int run_evaluate(int argc, char** argv) {
   }
   if (csv.isSet() && fixed.isSet() && fixed_points.isSet()) throw UsageError("--csv prints one table: labels or points, not both");
   if (csv.isSet() && fixed_points.isSet() && !field.isSet()) throw UsageError("--csv of points needs --field (the errors after)");
-  if (index_base.isSet() && index_base.getValue() != 0 && index_base.getValue() != 1) {
-    throw UsageError("--points-index-base must be 0 or 1");
-  }
   EvaluateParams p{fixed.getValue(), warped.getValue(), field.getValue(), labels.getValue(),
                    json.isSet() ? "json" : (csv.isSet() ? "csv" : "text"), fixed_points.getValue(), moving_points.getValue(), {}};
-  if (index_base.isSet()) p.point_options.index_base = index_base.getValue();
   if (!p.labels.empty()) parse_labels(p.labels);  // usage errors before any reading
-  if (points_grid.isSet()) p.point_options.grid = io::read_geometry(points_grid.getValue());
+  p.point_options = point_index.options();
   print(evaluate(p), p.format);
   return kOk;
 }

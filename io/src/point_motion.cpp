@@ -1,52 +1,66 @@
-// Points moved through a displacement field (io/points.h): the field's physical vectors
-// interpolated trilinearly at each point's continuous index.
+// Points moved through a displacement field or an affine (io/points.h), by the samplers
+// the volumes use: io::sample_at for the field (the voxel displacement at each point,
+// trilinear, then turned into LPS mm), io::transform_points for an affine.
 #include <ATen/ATen.h>
 
-#include <algorithm>
-#include <cmath>
 #include <string>
 
-#include "autoreg/io/field.h"
+#include "autoreg/io/grid.h"
 #include "autoreg/io/points.h"
+#include "autoreg/io/transform.h"
 #include "point_detail.h"
 
 namespace autoreg::io {
+namespace {
 
-std::vector<std::array<double, 3>> displace_points(const std::vector<std::array<double, 3>>& points,
-                                                   const at::Tensor& voxels, const Geometry& g,
-                                                   const std::string& what) {
-  const at::Tensor field = voxel_to_physical(voxels, g).to(at::kDouble).contiguous();  // 1×3×D×H×W, x y z
-  const auto f = field.accessor<double, 5>();
-  const int64_t size[3] = {g.size[0], g.size[1], g.size[2]};  // i, j, k
-  std::vector<std::array<double, 3>> moved;
-  moved.reserve(points.size());
+using point_detail::Point;
+
+// The points as the samplers take them: 1×3×N×1×1, float64.
+at::Tensor as_tensor(const std::vector<Point>& points) {
+  at::Tensor t = at::empty({int64_t(points.size()), 3}, at::kDouble);
   for (size_t n = 0; n < points.size(); ++n) {
-    const auto& p = points[n];
-    point_detail::Point index = point_detail::point_to_index(p, g);
+    for (int c = 0; c < 3; ++c) t[int64_t(n)][c] = points[n][c];
+  }
+  return t.t().reshape({1, 3, int64_t(points.size()), 1, 1});
+}
+
+std::vector<Point> as_points(const at::Tensor& t) {
+  const at::Tensor rows = t.reshape({3, -1}).t().to(at::kDouble).contiguous();
+  const auto a = rows.accessor<double, 2>();
+  std::vector<Point> out(size_t(rows.size(0)));
+  for (size_t n = 0; n < out.size(); ++n) out[n] = {a[int64_t(n)][0], a[int64_t(n)][1], a[int64_t(n)][2]};
+  return out;
+}
+
+}  // namespace
+
+std::vector<Point> displace_points(const std::vector<Point>& points, const at::Tensor& voxels, const Geometry& g,
+                                   const std::string& what) {
+  for (size_t n = 0; n < points.size(); ++n) {
+    const Point index = point_detail::point_to_index(points[n], g);
     for (int c = 0; c < 3; ++c) {
-      if (!(index[c] >= -0.5 && index[c] <= double(size[c]) - 0.5)) {
+      if (!(index[c] >= -0.5 && index[c] < double(g.size[c]) - 0.5)) {  // sample_at's extent
+        const Point& p = points[n];
         throw IoError(what + " point " + std::to_string(n + 1) + " (" + std::to_string(p[0]) + ", " + std::to_string(p[1]) +
                       ", " + std::to_string(p[2]) + " mm LPS) lies outside the field's grid");
       }
-      index[c] = std::clamp(index[c], 0.0, double(size[c] - 1));
     }
-    int64_t lo[3];
-    double w[3];
-    for (int c = 0; c < 3; ++c) {
-      lo[c] = std::min<int64_t>(int64_t(std::floor(index[c])), std::max<int64_t>(size[c] - 2, 0));
-      w[c] = size[c] > 1 ? index[c] - double(lo[c]) : 0.0;
-    }
-    std::array<double, 3> out = p;
-    for (int corner = 0; corner < 8; ++corner) {
-      const int64_t i = lo[0] + (corner & 1), j = lo[1] + (corner >> 1 & 1), k = lo[2] + (corner >> 2 & 1);
-      const double weight = ((corner & 1) ? w[0] : 1 - w[0]) * ((corner >> 1 & 1) ? w[1] : 1 - w[1]) *
-                            ((corner >> 2 & 1) ? w[2] : 1 - w[2]);
-      if (weight == 0) continue;
-      for (int c = 0; c < 3; ++c) out[c] += weight * f[0][c][k][j][i];
-    }
-    moved.push_back(out);
+  }
+  if (points.empty()) return {};
+  // The voxel displacement (channels k, j, i) at each point, then d = Direction ·
+  // diag(spacing) · (u_i, u_j, u_k) (field.h): the index-to-point map less its origin.
+  const std::vector<Point> u = as_points(sample_at(Volume{voxels.to(at::kFloat), g}, as_tensor(points)));
+  std::vector<Point> moved(points.size());
+  for (size_t n = 0; n < points.size(); ++n) {
+    const Point d = point_detail::index_to_point({u[n][2], u[n][1], u[n][0]}, g);
+    for (int c = 0; c < 3; ++c) moved[n][c] = points[n][c] + d[c] - g.origin[c];
   }
   return moved;
+}
+
+std::vector<Point> affine_points(const std::vector<Point>& points, const at::Tensor& affine) {
+  if (points.empty()) return {};
+  return as_points(transform_points(affine.to(at::kDouble), as_tensor(points)));
 }
 
 }  // namespace autoreg::io

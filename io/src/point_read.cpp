@@ -270,4 +270,13 @@ PointSet read_points(const std::string& path, const PointFileOptions& options) {
   }
 }
 
+Landmarks read_landmarks(const std::string& fixed, const std::string& moving, const PointFileOptions& options) {
+  Landmarks l{read_points(fixed, options), read_points(moving, options)};
+  if (l.fixed.points.size() != l.moving.points.size()) {
+    throw IoError(moving + ": " + std::to_string(l.moving.points.size()) + " points, " + fixed + " has " +
+                  std::to_string(l.fixed.points.size()) + " (the same points in the same order)");
+  }
+  return l;
+}
+
 }  // namespace autoreg::io

@@ -148,14 +148,7 @@ PairInputs read_pair_inputs(const RegisterJob& p) {
   if (p.fixed_points.empty() != p.moving_points.empty()) {
     throw io::IoError((p.fixed_points.empty() ? p.moving_points : p.fixed_points) + ": landmarks need their match in the other image");
   }
-  if (!p.fixed_points.empty()) {
-    in.fixed_points = io::read_points(p.fixed_points);
-    in.moving_points = io::read_points(p.moving_points);
-    if (in.fixed_points.points.size() != in.moving_points.points.size()) {
-      throw io::IoError(p.moving_points + ": " + std::to_string(in.moving_points.points.size()) + " points, " + p.fixed_points +
-                        " has " + std::to_string(in.fixed_points.points.size()) + " (the same points in the same order)");
-    }
-  }
+  if (!p.fixed_points.empty()) in.landmarks = io::read_landmarks(p.fixed_points, p.moving_points);
   if (!p.fixed_orientation.empty()) {
     in.fixed.geometry = io::with_orientation(in.fixed.geometry, p.fixed_orientation);
     in.fixed_labels.geometry = in.fixed.geometry;
@@ -218,10 +211,11 @@ nlohmann::json register_inputs(RegisterJob p, PairInputs in, StageTimes& times) 
                           ? registration::mean_dice_over_reference(in.fixed_labels.data, warped_labels.data)
                           : std::nan("");
   nlohmann::json tre;  // the landmarks' error before and after, mm
-  if (!in.fixed_points.points.empty()) {
-    const io::PointErrors before = io::point_errors(in.fixed_points.points, in.moving_points.points);
+  if (!in.landmarks.fixed.points.empty()) {
+    const auto& [fixed_points, moving_points] = in.landmarks;
+    const io::PointErrors before = io::point_errors(fixed_points.points, moving_points.points);
     const io::PointErrors after = io::point_errors(
-        io::displace_points(in.fixed_points.points, r.displacement, in.fixed.geometry, p.fixed_points), in.moving_points.points);
+        io::displace_points(fixed_points.points, r.displacement, in.fixed.geometry, p.fixed_points), moving_points.points);
     tre = {{"points", after.distances.size()}, {"before_mean_mm", before.mean}, {"mean_mm", after.mean},
            {"median_mm", after.median}, {"p95_mm", after.p95}, {"max_mm", after.max}};
   }

@@ -2,11 +2,11 @@
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
+#include <torch/optim/adam.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <torch/optim/adam.h>
 
 #include "autoreg/ops.h"
 #include "autoreg/registration/regularization.h"

@@ -61,12 +61,23 @@ PointSet read_points(const std::string& path, const PointFileOptions& options = 
 void write_points(const std::string& path, const PointSet& points, const PointFileOptions& options = {});
 
 // Each point moved through a displacement field given in voxels of `grid` (as
-// read_displacement_field returns it): x + d(x), d interpolated trilinearly in physical
-// LPS mm. A point outside the grid (beyond half a voxel of its edge) throws IoError naming
-// `what` and the point's row.
+// read_displacement_field returns it): x + d(x), d interpolated trilinearly (sample_at)
+// and turned into LPS mm. A point outside the grid (beyond half a voxel of its edge)
+// throws IoError naming `what` and the point's row.
 std::vector<std::array<double, 3>> displace_points(const std::vector<std::array<double, 3>>& points,
                                                    const at::Tensor& voxels, const Geometry& grid,
                                                    const std::string& what);
+
+// Each point mapped by a 4×4 affine (LPS mm, as read_affine gives it): A·x.
+std::vector<std::array<double, 3>> affine_points(const std::vector<std::array<double, 3>>& points,
+                                                 const at::Tensor& affine);
+
+// Landmarks of two images: the same points in the same order in each file (IoError
+// naming the files when their counts differ).
+struct Landmarks {
+  PointSet fixed, moving;
+};
+Landmarks read_landmarks(const std::string& fixed, const std::string& moving, const PointFileOptions& options = {});
 
 // Target registration error: the distance (mm) between each moved point and its match.
 struct PointErrors {

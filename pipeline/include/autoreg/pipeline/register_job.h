@@ -36,7 +36,7 @@ struct RegisterJob {
 // image's grid (or resampled with `force`), the fixed label map on the fixed grid.
 struct PairInputs {
   io::Volume fixed, moving, moving_labels, fixed_labels;
-  io::PointSet fixed_points, moving_points;  // with RegisterJob's points
+  io::Landmarks landmarks;  // with RegisterJob's points
 };
 PairInputs read_pair_inputs(const RegisterJob& job);
 
