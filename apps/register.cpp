@@ -2,7 +2,7 @@
 //                  [--moving-labels L --out-labels WL] [--out-affine A.tfm]
 //                  [--out-inverse-field DI] [--fixed-labels FL] [--qc qc.png]
 //                  [--affine-only | --no-affine] [--similarity ncc|mse|mind]
-//                  [--regularization λ] [--iterations N1,N2,...] [--affine-iterations N1,N2]
+//                  [--regularizer diffusion|tv] [--regularization λ] [--iterations N1,N2,...] [--affine-iterations N1,N2]
 //                  [--fixed-orientation C] [--moving-orientation C]
 //                  [--model FILE|default [--refine K]]
 //                  [--device cpu|cuda] [--threads T] [--seed S] [--force] [--json]
@@ -17,7 +17,6 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
-#include <sstream>
 #include <string>
 
 #include "autoreg/pipeline/register_job.h"
@@ -26,21 +25,11 @@
 #include "common_args.h"
 #include "exit_codes.h"
 #include "options.h"
+#include "registration_args.h"
 
 namespace autoreg::apps {
-namespace {
-
-// "1", "0.5": a default as the help text shows it.
-std::string number_text(double v) {
-  std::ostringstream s;
-  s << v;
-  return s.str();
-}
-
-}  // namespace
 
 int run_register(int argc, char** argv) {
-  const pipeline::RegistrationSettings defaults;
   TCLAP::CmdLine cmd("Register a moving volume to a fixed one: affine pre-alignment in physical "
                      "space, then a deformable field predicted by a trained network (--model), or "
                      "without a model a diffeomorphic field optimised on the pair (stationary "
@@ -66,18 +55,9 @@ int run_register(int argc, char** argv) {
   TCLAP::ValueArg<std::string> qc("", "qc", "a picture to check the result (PNG): three orthogonal slices of the fixed image, the warped moving one, their checkerboard, the warped labels' outlines, the log Jacobian; with --pairs every pair gets one and index.html lists them worst first", false, "", "FILE.png", cmd);
   TCLAP::SwitchArg inverse("", "inverse", "with --pairs: write each pair's inverse field too", cmd, false);
   TCLAP::SwitchArg affine_only("", "affine-only", "stop after the affine pre-alignment", cmd, false);
-  TCLAP::SwitchArg no_affine("", "no-affine", "skip the affine pre-alignment (already aligned inputs)", cmd, false);
-  std::vector<std::string> sims = {"ncc", "mse", "mind"};
-  TCLAP::ValuesConstraint<std::string> sim_allowed(sims);
-  TCLAP::ValueArg<std::string> similarity("", "similarity", "ncc (default), mse, or mind (MIND-SSC, for different modalities)", false, "ncc", &sim_allowed, cmd);
-  TCLAP::ValueArg<double> lambda("", "regularization", "weight of the smoothness term (default " + number_text(defaults.regularization) + ")", false, defaults.regularization, "λ", cmd);
-  TCLAP::ValueArg<std::string> iterations("", "iterations", "deformable Adam steps per pyramid level, coarse to fine: the last at 1/2 resolution, each before it halving again (default " + pipeline::counts_text(defaults.iterations) + ": 1/4 and 1/2; 1 to 6 levels, more for larger motion, e.g. 70,70,70,20 for breathing; thick slices are not shrunk until the others reach them)", false, pipeline::counts_text(defaults.iterations), "N1,N2,...", cmd);
-  TCLAP::ValueArg<std::string> affine_iterations("", "affine-iterations", "affine Adam steps at 4 mm and 2 mm (default " + pipeline::counts_text(defaults.affine_iterations) + ")", false, pipeline::counts_text(defaults.affine_iterations), "N1,N2", cmd);
-  TCLAP::ValueArg<std::string> model("", "model", "a trained model (.autoreg, from autoreg train), or 'default' for the model shipped with autoreg; without it, instance optimisation", false, "", "FILE", cmd);
-  TCLAP::ValueArg<int> refine("", "refine", "with --model: Adam steps of instance optimisation (1/2 resolution) refining the network's field (default 0)", false, 0, "K", cmd);
+  RegistrationArgs registration(cmd);
   DeviceArg device(cmd);
   ThreadsArg threads(cmd);
-  TCLAP::ValueArg<uint64_t> seed("", "seed", "random seed (default 0)", false, 0, "S", cmd);
   TCLAP::ValueArg<std::string> fixed_orientation("", "fixed-orientation", "override a wrong header: where the fixed image's voxel axes point, e.g. LIA", false, "", "CODE", cmd);
   TCLAP::ValueArg<std::string> moving_orientation("", "moving-orientation", "override a wrong header: where the moving image's (and labels') voxel axes point, e.g. LIA", false, "", "CODE", cmd);
   TCLAP::SwitchArg force("", "force", "resample a label map that is not on its image's grid (nearest neighbour)", cmd, false);
@@ -125,21 +105,8 @@ int run_register(int argc, char** argv) {
     refuse_overwrite({&p.out_warped, &p.out_field, &p.out_labels, &p.out_affine, &p.out_inverse_field, &p.qc},
                      {&p.fixed, &p.moving, &p.moving_labels, &p.fixed_labels});
   }
-  pipeline::RegistrationSettings s;
-  s.model = model.getValue();
-  s.device = device.value();
-  s.affine = !no_affine.getValue();
+  pipeline::RegistrationSettings s = registration.settings(device.value());
   s.deformable = !affine_only.getValue();
-  s.similarity = similarity.getValue();
-  s.regularization = lambda.getValue();
-  s.iterations = parse_counts("--iterations", iterations.getValue(), 1, 6);
-  s.affine_iterations = parse_level_counts("--affine-iterations", affine_iterations.getValue());
-  if (refine.getValue() < 0) throw UsageError("--refine must be >= 0");
-  s.refine = unsigned(refine.getValue());
-  s.seed = seed.getValue();
-  if (iterations.isSet() && !model.getValue().empty()) {
-    throw UsageError("--iterations sets instance optimisation, which --model replaces (use --refine K)");
-  }
   if (batch && merge.getValue()) {
     s.model.clear();  // a merge registers nothing: no model to read
     s.refine = 0;

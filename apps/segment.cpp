@@ -1,7 +1,8 @@
 // autoreg segment --atlases atlases.csv --target T1 --out labels
 //                 [--fusion majority|weighted|jlf] [--patch-radius R] [--search-radius S] [--no-patch-vote]
 //                 [--beta B] [--alpha A] [--power P]
-//                 [--model FILE|default [--refine K]] [--iterations N1,N2,...] [--registered]
+//                 [register's registration options: --model, --refine, --iterations, --similarity,
+//                  --regularizer, --regularization, --no-affine, --affine-iterations, --seed] [--registered]
 //                 [--out-probabilities DIR] [--out-warped-dir DIR [--out-inverse-fields]] [--target-labels FILE]
 //                 [--qc qc.png] [--device cpu|cuda] [--threads T] [--json]
 //
@@ -19,11 +20,11 @@
 #include "common_args.h"
 #include "exit_codes.h"
 #include "options.h"
+#include "registration_args.h"
 
 namespace autoreg::apps {
 
 int run_segment(int argc, char** argv) {
-  const pipeline::RegistrationSettings defaults;
   TCLAP::CmdLine cmd("Multi-atlas segmentation: register every atlas (image + label map) onto the target, carry "
                      "its labels there and fuse them (majority vote, locally weighted vote, or joint label "
                      "fusion).", ' ', "0.1");
@@ -39,15 +40,13 @@ int run_segment(int argc, char** argv) {
   TCLAP::ValueArg<double> beta("", "beta", "jlf: exponent of the error correlations (default 2)", false, 2, "B", cmd);
   TCLAP::ValueArg<double> alpha("", "alpha", "jlf: added to the correlation matrix's diagonal (default 0.01)", false, 0.01, "A", cmd);
   TCLAP::ValueArg<double> power("", "power", "weighted: weight = (local mean squared difference)^-P (default 2)", false, 2, "P", cmd);
-  TCLAP::ValueArg<std::string> model("", "model", "a trained model, or 'default'; without it, instance optimisation (as register)", false, "", "FILE", cmd);
-  TCLAP::ValueArg<int> refine("", "refine", "with --model: instance optimisation steps refining the network's field", false, 0, "K", cmd);
-  TCLAP::ValueArg<std::string> iterations("", "iterations", "instance optimisation Adam steps per pyramid level, coarse to fine, the last at 1/2 resolution (default " + pipeline::counts_text(defaults.iterations) + ": 1/4 and 1/2; 1 to 6 levels)", false, pipeline::counts_text(defaults.iterations), "N1,N2,...", cmd);
   TCLAP::SwitchArg registered("", "registered", "the atlases are on the target's grid already (registered by another run or tool): fuse only", cmd, false);
   TCLAP::ValueArg<std::string> out_probabilities("", "out-probabilities", "folder for each label's fused probability (label_<value>.nii.gz)", false, "", "DIR", cmd);
   TCLAP::ValueArg<std::string> out_warped_dir("", "out-warped-dir", "folder for every atlas's image and labels on the target's grid, with an atlases.csv that --registered reads", false, "", "DIR", cmd);
   TCLAP::SwitchArg out_inverse_fields("", "out-inverse-fields", "with --out-warped-dir: every atlas's inverse field there too (atlasNN_<name>_inverse_field.nii.gz, on the atlas's grid): the target carried onto the atlas", cmd, false);
   TCLAP::ValueArg<std::string> target_labels("", "target-labels", "the target's own label map: report every atlas's and the fusion's mean Dice", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> qc("", "qc", "a picture to check the result (PNG): the fused labels' outlines on the target, beside the mean of the warped atlases, in three orthogonal slices", false, "", "FILE.png", cmd);
+  RegistrationArgs registration_args(cmd);
   DeviceArg device(cmd);
   ThreadsArg threads(cmd);
   TCLAP::SwitchArg json("", "json", "print a JSON summary", cmd, false);
@@ -83,19 +82,13 @@ int run_segment(int argc, char** argv) {
   if (inverse && (p.out_warped_dir.empty() || o.registered)) {
     throw UsageError("--out-inverse-fields needs --out-warped-dir, and atlases to register (not --registered)");
   }
-  if (o.registered && (!model.getValue().empty() || iterations.isSet())) {
-    throw UsageError("--registered fuses atlases already on the target's grid: no --model or --iterations");
-  }
-  if (refine.getValue() < 0) throw UsageError("--refine must be >= 0");
-  if (iterations.isSet() && !model.getValue().empty()) {
-    throw UsageError("--iterations sets instance optimisation, which --model replaces (use --refine K)");
+  if (o.registered) {
+    for (const TCLAP::Arg* a : registration_args.all()) {
+      if (a->isSet()) throw UsageError("--registered fuses atlases already on the target's grid: no --" + a->getName());
+    }
   }
   // Each atlas is registered as `register` does, with its defaults but these.
-  pipeline::RegistrationSettings registration;
-  registration.model = model.getValue();
-  registration.device = device.value();
-  registration.iterations = parse_counts("--iterations", iterations.getValue(), 1, 6);
-  registration.refine = unsigned(refine.getValue());
+  const pipeline::RegistrationSettings registration = registration_args.settings(device.value());
   o.pair = pair_options_of(registration);
   o.pair.inverse = inverse;
   threads.apply();

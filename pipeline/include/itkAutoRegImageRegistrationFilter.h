@@ -102,6 +102,11 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   itkSetMacro(Similarity, std::string);
   itkGetConstReferenceMacro(Similarity, std::string);
 
+  /** The smoothness term of instance optimisation: "diffusion" (smooth everywhere,
+   * brains) or "tv" (total variation: lets organs slide). Default: "diffusion". */
+  itkSetMacro(Regularizer, std::string);
+  itkGetConstReferenceMacro(Regularizer, std::string);
+
   /** Weight of the smoothness term of instance optimisation. Default: 1. */
   itkSetMacro(Regularization, double);
   itkGetConstMacro(Regularization, double);
@@ -147,6 +152,7 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   IterationsType m_AffineNumberOfIterations;
   unsigned int m_NumberOfRefinementIterations;
   std::string m_Similarity;
+  std::string m_Regularizer;
   double m_Regularization;
   bool m_UseAffine;
   bool m_UseDeformable;

@@ -26,6 +26,7 @@ AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::A
   }
   m_NumberOfRefinementIterations = defaults.refine;
   m_Similarity = defaults.similarity;
+  m_Regularizer = defaults.regularizer;
   m_Regularization = defaults.regularization;
   m_UseAffine = defaults.affine;
   m_UseDeformable = defaults.deformable;
@@ -70,6 +71,7 @@ void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementFiel
   settings.affine = m_UseAffine;
   settings.deformable = m_UseDeformable;
   settings.similarity = m_Similarity;
+  settings.regularizer = m_Regularizer;
   settings.regularization = m_Regularization;
   for (unsigned int level = 0; level < 2; ++level) {
     settings.iterations[level] = m_NumberOfIterations[level];
@@ -119,6 +121,7 @@ void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementFiel
   os << indent << "AffineNumberOfIterations: " << m_AffineNumberOfIterations << std::endl;
   os << indent << "NumberOfRefinementIterations: " << m_NumberOfRefinementIterations << std::endl;
   os << indent << "Similarity: " << m_Similarity << std::endl;
+  os << indent << "Regularizer: " << m_Regularizer << std::endl;
   os << indent << "Regularization: " << m_Regularization << std::endl;
   os << indent << "UseAffine: " << (m_UseAffine ? "On" : "Off") << std::endl;
   os << indent << "UseDeformable: " << (m_UseDeformable ? "On" : "Off") << std::endl;

@@ -24,6 +24,7 @@ PairOptions pair_options(const RegistrationSettings& s) {
   PairOptions o;
   o.stages = !s.deformable ? Stages::AffineOnly : !s.affine ? Stages::DeformableOnly : Stages::AffineAndDeformable;
   o.affine.similarity = o.deformable.similarity = s.similarity;
+  o.deformable.regularizer = registration::parse_regularizer(s.regularizer);
   o.deformable.regularization = s.regularization;
   o.deformable.iterations.assign(s.iterations.begin(), s.iterations.end());
   o.affine.iterations = {s.affine_iterations[0], s.affine_iterations[1]};

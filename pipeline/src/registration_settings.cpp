@@ -10,6 +10,9 @@ void validate(const RegistrationSettings& s) {
   if (!s.affine && !s.deformable) {
     throw SettingsError("--affine-only and --no-affine exclude each other (neither the affine nor the deformable stage is on)");
   }
+  if (s.regularizer != "diffusion" && s.regularizer != "tv") {
+    throw SettingsError("--regularizer must be diffusion or tv, got '" + s.regularizer + "'");
+  }
   if (!(s.regularization >= 0)) throw SettingsError("--regularization must be >= 0");
   if (!s.model.empty() && !s.deformable) {
     throw SettingsError("--model and --affine-only exclude each other (the model is the deformable stage)");

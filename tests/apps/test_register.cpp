@@ -62,6 +62,10 @@ TEST_F(Cli, RegisterAlignsASyntheticPair) {
   const Result seven = run("register --iterations 1,1,1,1,1,1,1" + pair + path("w4.nii.gz"));
   EXPECT_EQ(seven.code, 1);
   EXPECT_NE(seven.output.find("give 1 to 6 counts"), std::string::npos) << seven.output;
+  // The sliding regulariser registers as well; an unknown one is a usage error.
+  ASSERT_EQ(run("register --regularizer tv --iterations 40,40" + pair + path("w5.nii.gz")).code, 0);
+  EXPECT_LT(inner(fixed - io::read_volume(path("w5.nii.gz")).data).pow(2).mean().item<double>(), 0.5 * before);
+  EXPECT_EQ(run("register --regularizer elastic" + pair + path("w6.nii.gz")).code, 1);
 }
 
 

@@ -82,6 +82,11 @@ TEST_F(Segment, ProbabilitiesAndWarpedAtlasesThatRegisteredFusesAgain) {
   r = run("segment --atlases " + path("w/atlases.csv") + " --target " + path("s2.nii.gz") + " --registered --model default --out " +
           path("c.nii.gz"));
   EXPECT_EQ(r.code, 1) << r.output;
+  // Every registration option is refused with --registered, naming itself.
+  r = run("segment --atlases " + path("w/atlases.csv") + " --target " + path("s2.nii.gz") +
+          " --registered --regularizer tv --out " + path("c.nii.gz"));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("no --regularizer"), std::string::npos) << r.output;
   r = run("segment --atlases " + path("w/atlases.csv") + " --target " + path("s2.nii.gz") +
           " --registered --out-inverse-fields --out-warped-dir " + path("w2") + " --out " + path("c.nii.gz"));
   EXPECT_EQ(r.code, 1) << r.output;

@@ -140,6 +140,9 @@ int exercise_object_methods() {
   ITK_TEST_SET_GET_VALUE(device, filter->GetDevice());
   filter->SetSimilarity(similarity);
   ITK_TEST_SET_GET_VALUE(similarity, filter->GetSimilarity());
+  const std::string tv = "tv";
+  filter->SetRegularizer(tv);
+  ITK_TEST_SET_GET_VALUE(tv, filter->GetRegularizer());
   filter->SetRegularization(0.5);
   ITK_TEST_SET_GET_VALUE(0.5, filter->GetRegularization());
   Filter::IterationsType iterations;
@@ -169,6 +172,7 @@ TEST(AutoRegFilter, DefaultsAreThoseOfRegister) {
   EXPECT_EQ(s.similarity, o.deformable.similarity);
   EXPECT_EQ(s.similarity, o.affine.similarity);
   EXPECT_EQ(s.regularization, o.deformable.regularization);
+  EXPECT_EQ(s.regularizer, registration::regularizer_name(o.deformable.regularizer));
   EXPECT_EQ(s.device, o.device);
   EXPECT_EQ(s.seed, o.deformable.seed);
   EXPECT_EQ(int64_t(s.refine), o.refine);

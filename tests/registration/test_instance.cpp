@@ -5,10 +5,13 @@
 #include <ATen/Parallel.h>
 
 #include <array>
+#include <cmath>
+#include <stdexcept>
 #include <vector>
 
 #include "autoreg/ops.h"
 #include "autoreg/registration/instance.h"
+#include "autoreg/registration/regularization.h"
 
 namespace autoreg::test {
 namespace {
@@ -89,6 +92,58 @@ TEST(FitDisplacement, AThickSlabKeepsItsSlicesAndAnyNumberOfLevelsFits) {
         inner(fixed - ops::warp(moving, u, ops::Interpolation::Linear, ops::Padding::Border)).pow(2).mean().item<double>();
     EXPECT_LT(after, 0.5 * before) << levels.size() << " levels";
   }
+}
+
+// Two textured blocks sliding past each other (the upper half of H moved +2 voxels along
+// W, the lower half −2): the total-variation regulariser lets the field change sharply at
+// the interface, diffusion smears the two motions into each other there.
+TEST(FitDisplacement, TotalVariationFollowsASlidingInterfaceBetterThanDiffusion) {
+  at::manual_seed(5);
+  const int64_t S = 32;
+  const at::Tensor upper = at::upsample_trilinear3d(at::rand({1, 1, 8, 8, 8}), {S, S, S}, true);
+  const at::Tensor lower = at::upsample_trilinear3d(at::rand({1, 1, 8, 8, 8}), {S, S, S}, true);
+  const at::Tensor is_upper = (at::arange(S) < S / 2).to(at::kFloat).view({1, 1, 1, S, 1});
+  const at::Tensor fixed = upper * is_upper + lower * (1 - is_upper);
+  at::Tensor truth = at::zeros({1, 3, S, S, S});
+  truth.narrow(1, 2, 1).copy_((is_upper * 4 - 2).expand({1, 1, S, S, S}));  // +2 above, −2 below
+  const at::Tensor moving = ops::warp(fixed, -truth, ops::Interpolation::Linear, ops::Padding::Border);
+  // The error of the field within 3 voxels of the interface, away from the W borders.
+  const auto interface_error = [&](const at::Tensor& u) {
+    return (u - truth).narrow(3, S / 2 - 3, 6).narrow(4, 6, S - 12).pow(2).sum(1).sqrt().mean().item<double>();
+  };
+  reg::InstanceOptions o;
+  o.iterations = {60, 60};
+  o.spacing = {1, 1, 1};
+  o.regularizer = reg::Regularizer::Diffusion;
+  const double diffusion = interface_error(reg::fit_displacement(fixed, moving, o));
+  o.regularizer = reg::Regularizer::TotalVariation;
+  const at::Tensor u = reg::fit_displacement(fixed, moving, o);
+  const double tv = interface_error(u);
+  EXPECT_LT(tv, 0.7 * diffusion) << "TV " << tv << " voxels, diffusion " << diffusion;
+  EXPECT_LT(tv, interface_error(at::zeros_like(truth)));  // and better than no registration
+}
+
+TEST(Smoothness, PhysicalUnitsOnAnisotropicGridsAndTotalVariationOfARamp) {
+  // A ramp of 0.5 voxels per voxel along W in component W: diffusion 0.25 on any equal
+  // spacing (gradient_l2), and TV √(0.25 + ε²) ≈ 0.5 where the ramp rises (not past the
+  // last voxel), averaged over the 3 components of which one is non-zero.
+  const at::Tensor ramp = at::zeros({1, 3, 4, 5, 6}, at::kDouble);
+  ramp.narrow(1, 2, 1).copy_((at::arange(6, at::kDouble) * 0.5).view({1, 1, 1, 1, 6}).expand({1, 1, 4, 5, 6}));
+  EXPECT_NEAR(reg::smoothness(ramp, reg::Regularizer::Diffusion, {2, 2, 2}).item<double>(),
+              reg::gradient_l2(ramp).item<double>(), 1e-12);
+  const double tv = reg::smoothness(ramp, reg::Regularizer::TotalVariation, {1, 1, 1}).item<double>();
+  const double rise = std::sqrt(0.25 + 1e-6), flat = 1e-3;
+  EXPECT_NEAR(tv, (2 * flat + (5 * rise + flat) / 6) / 3, 1e-9);
+  // Along a 4 mm axis, a change of one voxel in a component along a 1 mm axis is 1/4 of
+  // the same change along a 1 mm axis: the Jacobian entry is 0.25, its square 1/16.
+  const at::Tensor step_d = at::zeros({1, 3, 4, 5, 6}, at::kDouble);
+  step_d.narrow(1, 2, 1).copy_(at::arange(4, at::kDouble).view({1, 1, 4, 1, 1}).expand({1, 1, 4, 5, 6}));
+  const double iso = reg::smoothness(step_d, reg::Regularizer::Diffusion, {1, 1, 1}).item<double>();
+  const double thick = reg::smoothness(step_d, reg::Regularizer::Diffusion, {4, 1, 1}).item<double>();
+  EXPECT_NEAR(thick, iso / 16, 1e-12);
+  EXPECT_EQ(reg::parse_regularizer("tv"), reg::Regularizer::TotalVariation);
+  EXPECT_EQ(reg::regularizer_name(reg::parse_regularizer("diffusion")), "diffusion");
+  EXPECT_THROW(reg::parse_regularizer("elastic"), std::invalid_argument);
 }
 
 }  // namespace

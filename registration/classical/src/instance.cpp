@@ -108,6 +108,9 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
                                     : at::zeros({1, 3, fl.size(2), fl.size(3), fl.size(4)}, f.options());
     }
     velocity.requires_grad_();
+    // The level's voxel size (mm, or unknown): what the smoothness's Jacobian is taken in.
+    std::array<double, 3> level_spacing{};
+    for (int d = 0; d < 3; ++d) level_spacing[d] = o.spacing[d] * double(plan[level][d]);
     const double scale = double(fl.size(2 + a)) / double(half[a]);  // level voxels per half-resolution voxel
     torch::optim::Adam adam({velocity}, torch::optim::AdamOptions(o.learning_rate * scale));
     for (int64_t it = 0; it < o.iterations[level]; ++it) {
@@ -115,7 +118,7 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
       const at::Tensor u = ops::integrate(velocity, o.integration_steps);
       const at::Tensor warped = ops::warp(ml, u, ops::Interpolation::Linear, ops::Padding::Border);
       const at::Tensor loss = similarity_loss(o.similarity, fl, warped, window) +
-                              o.regularization * gradient_l2(velocity);
+                              o.regularization * smoothness(velocity, o.regularizer, level_spacing);
       loss.backward();
       adam.step();
       if (o.progress) o.progress(int(level), it, loss.item<double>());

@@ -25,7 +25,12 @@ struct RegistrationSettings {
   bool affine = true;              // false: the images are aligned already (--no-affine)
   bool deformable = true;          // false: the affine alone (--affine-only)
   std::string similarity = "ncc";  // --similarity: ncc, mse or mind (MIND-SSC, for different modalities)
-  double regularization = 1.0;     // --regularization: weight of instance optimisation's smoothness term
+  // --regularizer: instance optimisation's smoothness term, diffusion or tv (total
+  // variation, for organs that slide; registration/regularization.h)
+  std::string regularizer = "diffusion";
+  // --regularization: the term's weight λ (1 for both: diffusion's chosen on the OASIS
+  // validation pairs, tv's on the liver pairs, docs/cli.md)
+  double regularization = 1.0;
   // --iterations: instance optimisation's Adam steps per pyramid level, coarse to fine,
   // the last at 1/2 resolution and each before it halving again (1 to 6 levels; the
   // pyramid planned per axis from the spacing, registration/instance.h)

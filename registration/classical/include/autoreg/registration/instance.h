@@ -16,11 +16,16 @@
 #include <string>
 #include <vector>
 
+#include "autoreg/registration/regularization.h"
+
 namespace autoreg::registration {
 
 struct InstanceOptions {
   std::string similarity = "ncc";            // "ncc" (local, windows 5 and 7), "mse" or "mind"
-  double regularization = 1.0;               // λ on the mean squared velocity gradient
+  // The smoothness term (regularization.h: diffusion, or total variation where organs
+  // slide) and its weight λ; the velocity's gradient is taken in physical units.
+  Regularizer regularizer = Regularizer::Diffusion;
+  double regularization = 1.0;
   // Adam steps per level, coarse to fine: the last level is at 1/2 resolution and each
   // level before it halves again (two: 1/4, 1/2; four: 1/16, 1/8, 1/4, 1/2, for motion
   // of several centimetres), and Adam's step in half-resolution voxels: on the

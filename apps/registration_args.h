@@ -1,0 +1,81 @@
+// The options that say how a pair is registered (pipeline::RegistrationSettings),
+// declared once for `register` and `segment` (which registers every atlas as `register`
+// does): the model or instance optimisation, the pyramid, the similarity, the smoothness,
+// the affine, the seed.
+#pragma once
+
+#include <tclap/CmdLine.h>
+
+#include <initializer_list>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "autoreg/pipeline/registration_settings.h"
+#include "exit_codes.h"
+#include "options.h"
+
+namespace autoreg::apps {
+
+struct RegistrationArgs {
+  explicit RegistrationArgs(TCLAP::CmdLine& cmd)
+      : model("", "model", "a trained model (.autoreg, from autoreg train), or 'default' for the model shipped with autoreg; without it, instance optimisation", false, "", "FILE", cmd),
+        refine("", "refine", "with --model: Adam steps of instance optimisation (1/2 resolution) refining the network's field (default 0)", false, 0, "K", cmd),
+        iterations("", "iterations", "deformable Adam steps per pyramid level, coarse to fine: the last at 1/2 resolution, each before it halving again (default " + pipeline::counts_text(defaults.iterations) + ": 1/4 and 1/2; 1 to 6 levels, more for larger motion, e.g. 70,70,70,20 for breathing; thick slices are not shrunk until the others reach them)", false, pipeline::counts_text(defaults.iterations), "N1,N2,...", cmd),
+        affine_iterations("", "affine-iterations", "affine Adam steps at 4 mm and 2 mm (default " + pipeline::counts_text(defaults.affine_iterations) + ")", false, pipeline::counts_text(defaults.affine_iterations), "N1,N2", cmd),
+        no_affine("", "no-affine", "skip the affine pre-alignment (already aligned inputs)", cmd, false),
+        similarity("", "similarity", "ncc (default), mse, or mind (MIND-SSC, for different modalities)", false, defaults.similarity, &similarity_allowed, cmd),
+        regularizer("", "regularizer", "instance optimisation's smoothness: diffusion (default; smooth everywhere, brains) or tv (total variation: lets organs slide, e.g. the liver along the body wall)", false, defaults.regularizer, &regularizer_allowed, cmd),
+        regularization("", "regularization", "weight λ of the smoothness term (default " + number_text(defaults.regularization) + ")", false, defaults.regularization, "λ", cmd),
+        seed("", "seed", "random seed (default 0)", false, 0, "S", cmd) {}
+
+  // Options of this group given on the command line (to refuse them where nothing is registered).
+  std::vector<const TCLAP::Arg*> all() const {
+    return {&model, &refine, &iterations, &affine_iterations, &no_affine, &similarity, &regularizer, &regularization, &seed};
+  }
+
+  // The settings the options give (UsageError for counts out of range and options that
+  // contradict each other; validate() checks the rest when the options are built).
+  pipeline::RegistrationSettings settings(const std::string& device) const {
+    pipeline::RegistrationSettings s;
+    s.model = model.getValue();
+    s.device = device;
+    s.affine = !no_affine.getValue();
+    s.similarity = similarity.getValue();
+    s.regularizer = regularizer.getValue();
+    s.regularization = regularization.getValue();
+    s.iterations = parse_counts("--iterations", iterations.getValue(), 1, 6);
+    s.affine_iterations = parse_level_counts("--affine-iterations", affine_iterations.getValue());
+    if (refine.getValue() < 0) throw UsageError("--refine must be >= 0");
+    s.refine = unsigned(refine.getValue());
+    s.seed = seed.getValue();
+    if (iterations.isSet() && !s.model.empty()) {
+      throw UsageError("--iterations sets instance optimisation, which --model replaces (use --refine K)");
+    }
+    return s;
+  }
+
+  // "1", "0.5": a default as the help text shows it.
+  static std::string number_text(double v) {
+    std::ostringstream s;
+    s << v;
+    return s.str();
+  }
+
+  const pipeline::RegistrationSettings defaults;
+  std::vector<std::string> similarity_names{"ncc", "mse", "mind"};
+  TCLAP::ValuesConstraint<std::string> similarity_allowed{similarity_names};
+  std::vector<std::string> regularizer_names{"diffusion", "tv"};
+  TCLAP::ValuesConstraint<std::string> regularizer_allowed{regularizer_names};
+  TCLAP::ValueArg<std::string> model;
+  TCLAP::ValueArg<int> refine;
+  TCLAP::ValueArg<std::string> iterations;
+  TCLAP::ValueArg<std::string> affine_iterations;
+  TCLAP::SwitchArg no_affine;
+  TCLAP::ValueArg<std::string> similarity;
+  TCLAP::ValueArg<std::string> regularizer;
+  TCLAP::ValueArg<double> regularization;
+  TCLAP::ValueArg<uint64_t> seed;
+};
+
+}  // namespace autoreg::apps
