@@ -3,6 +3,7 @@
 //                  [--out-inverse-field DI] [--fixed-labels FL] [--qc qc.png]
 //                  [--affine-only | --no-affine] [--similarity ncc|mse|mind]
 //                  [--regularizer diffusion|tv] [--regularization λ] [--iterations N1,N2,...] [--affine-iterations N1,N2]
+//                  [--fixed-mask FM] [--moving-mask MM] [--rigid]
 //                  [--fixed-orientation C] [--moving-orientation C]
 //                  [--model FILE|default [--refine K]]
 //                  [--device cpu|cuda] [--threads T] [--seed S] [--force] [--json]
@@ -42,7 +43,9 @@ int run_register(int argc, char** argv) {
   TCLAP::ValueArg<std::string> fixed_labels("", "fixed-labels", "the fixed image's label map: the summary reports the warped labels' mean Dice over its labels", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> fixed_points("", "fixed-points", "landmarks of the fixed image (.csv LPS as ANTs, elastix .txt/.pts, .vtk, Slicer .fcsv/.mrk.json): with --moving-points, the summary reports their TRE (mm) after registration", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> moving_points("", "moving-points", "the same landmarks, in the same order, in the moving image", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> pairs("", "pairs", "many pairs in one run: a CSV with columns fixed,moving and optionally moving_labels,fixed_labels,fixed_points,moving_points (instead of --fixed/--moving/--out-*)", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> fixed_mask("", "fixed-mask", "a mask of the fixed image (non-zero inside, on its grid): only the voxels inside it are compared (cost-function masking, as ANTs -x), in the affine, instance optimisation and --refine; the field covers the whole grid", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> moving_mask("", "moving-mask", "a mask of the moving image (on its grid): only fixed voxels whose match lies inside it are compared", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> pairs("", "pairs", "many pairs in one run: a CSV with columns fixed,moving and optionally moving_labels,fixed_labels,fixed_points,moving_points,fixed_mask,moving_mask (instead of --fixed/--moving/--out-*)", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> out_dir("", "out-dir", "with --pairs: the output folder (outputs named after the inputs, summary.csv, summary.json)", false, "", "DIR", cmd);
   TCLAP::SwitchArg resume("", "resume", "with --pairs: skip the pairs whose outputs are complete", cmd, false);
   TCLAP::ValueArg<std::string> shard("", "shard", "with --pairs: register only shard K of N (rows i with i % N = K-1), writing summary.shard-K-of-N.csv/.json; default: a Slurm array's or Kubernetes indexed Job's index", false, "", "K/N", cmd);
@@ -60,7 +63,7 @@ int run_register(int argc, char** argv) {
   ThreadsArg threads(cmd);
   TCLAP::ValueArg<std::string> fixed_orientation("", "fixed-orientation", "override a wrong header: where the fixed image's voxel axes point, e.g. LIA", false, "", "CODE", cmd);
   TCLAP::ValueArg<std::string> moving_orientation("", "moving-orientation", "override a wrong header: where the moving image's (and labels') voxel axes point, e.g. LIA", false, "", "CODE", cmd);
-  TCLAP::SwitchArg force("", "force", "resample a label map that is not on its image's grid (nearest neighbour)", cmd, false);
+  TCLAP::SwitchArg force("", "force", "resample a label map or mask that is not on its image's grid (nearest neighbour)", cmd, false);
   TCLAP::SwitchArg json("", "json", "print a JSON summary", cmd, false);
   cmd.setExceptionHandling(false);
   cmd.parse(argc, argv);
@@ -76,6 +79,8 @@ int run_register(int argc, char** argv) {
   p.fixed_labels = fixed_labels.getValue();
   p.fixed_points = fixed_points.getValue();
   p.moving_points = moving_points.getValue();
+  p.fixed_mask = fixed_mask.getValue();
+  p.moving_mask = moving_mask.getValue();
   p.out_inverse_field = out_inverse_field.getValue();
   p.qc = qc.getValue();
   if (!p.qc.empty() && !ends_with_png(p.qc)) throw UsageError("--qc writes a PNG picture: give a name ending in .png");
@@ -83,7 +88,7 @@ int run_register(int argc, char** argv) {
   if (batch) {
     for (const auto* a : std::initializer_list<const TCLAP::Arg*>{&fixed, &moving, &out_warped, &out_field, &moving_labels,
                                                                    &out_labels, &out_affine, &fixed_labels, &out_inverse_field, &qc,
-                                                                   &fixed_points, &moving_points}) {
+                                                                   &fixed_points, &moving_points, &fixed_mask, &moving_mask}) {
       if (a->isSet()) throw UsageError("--pairs lists the pairs; --" + a->getName() + " is for one pair");
     }
     if (!out_dir.isSet()) throw UsageError("--pairs needs --out-dir");
@@ -103,7 +108,7 @@ int run_register(int argc, char** argv) {
     }
     if (p.fixed_points.empty() != p.moving_points.empty()) throw UsageError("--fixed-points and --moving-points go together");
     refuse_overwrite({&p.out_warped, &p.out_field, &p.out_labels, &p.out_affine, &p.out_inverse_field, &p.qc},
-                     {&p.fixed, &p.moving, &p.moving_labels, &p.fixed_labels});
+                     {&p.fixed, &p.moving, &p.moving_labels, &p.fixed_labels, &p.fixed_mask, &p.moving_mask});
   }
   pipeline::RegistrationSettings s = registration.settings(device.value());
   s.deformable = !affine_only.getValue();

@@ -24,6 +24,7 @@ struct RegistrationArgs {
         iterations("", "iterations", "deformable Adam steps per pyramid level, coarse to fine: the last at 1/2 resolution, each before it halving again (default " + pipeline::counts_text(defaults.iterations) + ": 1/4 and 1/2; 1 to 6 levels, more for larger motion, e.g. 70,70,70,20 for breathing; thick slices are not shrunk until the others reach them)", false, pipeline::counts_text(defaults.iterations), "N1,N2,...", cmd),
         affine_iterations("", "affine-iterations", "affine Adam steps at 4 mm and 2 mm (default " + pipeline::counts_text(defaults.affine_iterations) + ")", false, pipeline::counts_text(defaults.affine_iterations), "N1,N2", cmd),
         no_affine("", "no-affine", "skip the affine pre-alignment (already aligned inputs)", cmd, false),
+        rigid("", "rigid", "a rigid pre-alignment (rotation and translation, 6 degrees of freedom) instead of the affine (12): the same patient's scans, where scale and shear would follow an organ that moves inside the body", cmd, false),
         similarity("", "similarity", "ncc (default), mse, or mind (MIND-SSC, for different modalities)", false, defaults.similarity, &similarity_allowed, cmd),
         regularizer("", "regularizer", "instance optimisation's smoothness: diffusion (default; smooth everywhere, brains) or tv (total variation: lets organs slide, e.g. the liver along the body wall)", false, defaults.regularizer, &regularizer_allowed, cmd),
         regularization("", "regularization", "weight λ of the smoothness term (default " + number_text(defaults.regularization) + ")", false, defaults.regularization, "λ", cmd),
@@ -31,7 +32,7 @@ struct RegistrationArgs {
 
   // Options of this group given on the command line (to refuse them where nothing is registered).
   std::vector<const TCLAP::Arg*> all() const {
-    return {&model, &refine, &iterations, &affine_iterations, &no_affine, &similarity, &regularizer, &regularization, &seed};
+    return {&model, &refine, &iterations, &affine_iterations, &no_affine, &rigid, &similarity, &regularizer, &regularization, &seed};
   }
 
   // The settings the options give (UsageError for counts out of range and options that
@@ -41,6 +42,7 @@ struct RegistrationArgs {
     s.model = model.getValue();
     s.device = device;
     s.affine = !no_affine.getValue();
+    s.rigid = rigid.getValue();
     s.similarity = similarity.getValue();
     s.regularizer = regularizer.getValue();
     s.regularization = regularization.getValue();
@@ -72,6 +74,7 @@ struct RegistrationArgs {
   TCLAP::ValueArg<std::string> iterations;
   TCLAP::ValueArg<std::string> affine_iterations;
   TCLAP::SwitchArg no_affine;
+  TCLAP::SwitchArg rigid;
   TCLAP::ValueArg<std::string> similarity;
   TCLAP::ValueArg<std::string> regularizer;
   TCLAP::ValueArg<double> regularization;

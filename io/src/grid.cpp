@@ -274,11 +274,15 @@ std::optional<at::Tensor> sample_on_parallel_grid(const Volume& volume, const Ge
   return out;
 }
 
-at::Tensor normalize_intensity(const at::Tensor& data, double lower_percent, double upper_percent) {
+at::Tensor normalize_intensity(const at::Tensor& data, double lower_percent, double upper_percent,
+                               const at::Tensor& mask) {
   TORCH_CHECK(0 <= lower_percent && lower_percent < upper_percent && upper_percent <= 100,
               "normalize_intensity: need 0 <= lower < upper <= 100, got ", lower_percent, ", ",
               upper_percent);
-  const at::Tensor flat = data.reshape({-1}).to(at::kFloat);
+  TORCH_CHECK(!mask.defined() || mask.sizes() == data.sizes(), "normalize_intensity: the mask must be ", data.sizes(),
+              ", got ", mask.sizes());
+  at::Tensor flat = data.reshape({-1}).to(at::kFloat);
+  if (mask.defined()) flat = flat.masked_select(mask.reshape({-1}).to(flat.device()).ne(0));
   if (flat.numel() == 0) return data.to(at::kFloat);
   // Percentiles of a subsample (exact enough for scaling), each by selection: the
   // values sorting the subsample would give, in O(n) (the
@@ -292,7 +296,7 @@ at::Tensor normalize_intensity(const at::Tensor& data, double lower_percent, dou
     return double(*i);
   };
   const double lo = at_percent(lower_percent), hi = at_percent(upper_percent);
-  if (hi <= lo) return at::zeros_like(flat).view(data.sizes());  // constant image
+  if (hi <= lo) return at::zeros(data.sizes(), data.options().dtype(at::kFloat));  // constant image
   // One new volume, updated in place.
   at::Tensor out = data.to(at::kFloat, /*non_blocking=*/false, /*copy=*/true);
   return out.sub_(lo).div_(hi - lo).clamp_(0.0, 1.0);

@@ -74,6 +74,16 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   itkSetInputMacro(MovingImage, MovingImageType);
   itkGetInputMacro(MovingImage, MovingImageType);
 
+  /** Optional masks (cost-function masking, as ANTs' -x and elastix's -fMask/-mMask):
+   * binary images, non-zero inside, each on its image's grid. Only fixed voxels inside the
+   * fixed mask whose match lies inside the moving mask are compared, in the affine stage,
+   * instance optimisation and the refinement; the field covers the whole fixed grid. */
+  using MaskImageType = Image<unsigned char, 3>;
+  itkSetInputMacro(FixedImageMask, MaskImageType);
+  itkGetInputMacro(FixedImageMask, MaskImageType);
+  itkSetInputMacro(MovingImageMask, MaskImageType);
+  itkGetInputMacro(MovingImageMask, MaskImageType);
+
   /** A trained model (an .autoreg file from `autoreg train`), or "default" for the model
    * shipped with autoreg. Default: "" (no model: instance optimisation). */
   itkSetMacro(ModelFileName, std::string);
@@ -110,6 +120,12 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   /** Weight of the smoothness term of instance optimisation. Default: 1. */
   itkSetMacro(Regularization, double);
   itkGetConstMacro(Regularization, double);
+
+  /** Rigid pre-alignment (6 degrees of freedom) instead of affine (12): the same
+   * patient's scans. Default: Off. */
+  itkSetMacro(UseRigid, bool);
+  itkGetConstMacro(UseRigid, bool);
+  itkBooleanMacro(UseRigid);
 
   /** The affine pre-alignment (Off: the images are already aligned). Default: On. */
   itkSetMacro(UseAffine, bool);
@@ -154,6 +170,7 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   std::string m_Similarity;
   std::string m_Regularizer;
   double m_Regularization;
+  bool m_UseRigid;
   bool m_UseAffine;
   bool m_UseDeformable;
   uint64_t m_Seed;

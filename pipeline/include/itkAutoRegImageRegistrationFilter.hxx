@@ -17,6 +17,8 @@ AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::A
     : m_Transform(TransformType::New()) {
   this->SetPrimaryInputName("FixedImage");
   this->AddRequiredInputName("MovingImage", 1);
+  this->AddOptionalInputName("FixedImageMask", 2);
+  this->AddOptionalInputName("MovingImageMask", 3);
   const autoreg::pipeline::ImageRegistrationSettings defaults;
   m_ModelFileName = defaults.model;
   m_Device = defaults.device;
@@ -28,6 +30,7 @@ AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::A
   m_Similarity = defaults.similarity;
   m_Regularizer = defaults.regularizer;
   m_Regularization = defaults.regularization;
+  m_UseRigid = defaults.rigid;
   m_UseAffine = defaults.affine;
   m_UseDeformable = defaults.deformable;
   m_Seed = defaults.seed;
@@ -41,6 +44,9 @@ void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementFiel
   }
   if (auto* moving = const_cast<MovingImageType*>(this->GetMovingImage())) {
     moving->SetRequestedRegionToLargestPossibleRegion();
+  }
+  for (auto* mask : {const_cast<MaskImageType*>(this->GetFixedImageMask()), const_cast<MaskImageType*>(this->GetMovingImageMask())}) {
+    if (mask) mask->SetRequestedRegionToLargestPossibleRegion();
   }
 }
 
@@ -64,11 +70,14 @@ void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementFiel
   };
   const typename FloatImage::Pointer fixed = as_float(this->GetFixedImage());
   const typename FloatImage::Pointer moving = as_float(this->GetMovingImage());
+  const typename FloatImage::Pointer fixed_mask = this->GetFixedImageMask() ? as_float(this->GetFixedImageMask()) : nullptr;
+  const typename FloatImage::Pointer moving_mask = this->GetMovingImageMask() ? as_float(this->GetMovingImageMask()) : nullptr;
 
   autoreg::pipeline::ImageRegistrationSettings settings;
   settings.model = m_ModelFileName;
   settings.device = m_Device;
   settings.affine = m_UseAffine;
+  settings.rigid = m_UseRigid;
   settings.deformable = m_UseDeformable;
   settings.similarity = m_Similarity;
   settings.regularizer = m_Regularizer;
@@ -90,7 +99,7 @@ void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementFiel
         throw e;
       }
       this->UpdateProgress(static_cast<float>(done));
-    });
+    }, fixed_mask.GetPointer(), moving_mask.GetPointer());
   } catch (const ExceptionObject&) {
     throw;
   } catch (const std::exception& e) {
@@ -123,6 +132,7 @@ void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementFiel
   os << indent << "Similarity: " << m_Similarity << std::endl;
   os << indent << "Regularizer: " << m_Regularizer << std::endl;
   os << indent << "Regularization: " << m_Regularization << std::endl;
+  os << indent << "UseRigid: " << (m_UseRigid ? "On" : "Off") << std::endl;
   os << indent << "UseAffine: " << (m_UseAffine ? "On" : "Off") << std::endl;
   os << indent << "UseDeformable: " << (m_UseDeformable ? "On" : "Off") << std::endl;
   os << indent << "Seed: " << m_Seed << std::endl;

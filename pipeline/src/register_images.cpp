@@ -3,7 +3,10 @@
 #include <c10/core/GradMode.h>
 
 #include <numeric>
+#include <stdexcept>
+#include <string>
 
+#include "autoreg/io/grid.h"
 #include "autoreg/io/itk_image.h"
 #include "autoreg/pipeline/register_pair.h"
 
@@ -41,11 +44,22 @@ class ProgressCounter {
   int64_t affine_ = 0, total_ = 0;
 };
 
+// A mask image as register_pair takes it (1 where non-zero), checked to lie on its image's grid.
+at::Tensor mask_from_itk(const FloatImage3* mask, const io::Geometry& image_grid, const std::string& name) {
+  if (!mask) return {};
+  const io::Volume v = io::volume_from_itk(mask, name);
+  if (!io::same_grid(v.geometry, image_grid)) throw std::invalid_argument(name + ": not on the grid of its image");
+  const at::Tensor inside = v.data.ne(0).to(at::kFloat);
+  if (inside.sum().item<double>() == 0) throw std::invalid_argument(name + ": has no voxel inside (all zero)");
+  return inside;
+}
+
 }  // namespace
 
 PhysicalField3::Pointer register_images(const FloatImage3* fixed, const FloatImage3* moving,
                                         const ImageRegistrationSettings& settings,
-                                        const std::function<void(double)>& progress) {
+                                        const std::function<void(double)>& progress,
+                                        const FloatImage3* fixed_mask, const FloatImage3* moving_mask) {
   PairOptions options = pair_options(settings);
   const io::Volume f = io::volume_from_itk(fixed, "fixed image");
   const io::Volume m = io::volume_from_itk(moving, "moving image");
@@ -54,7 +68,9 @@ PhysicalField3::Pointer register_images(const FloatImage3* fixed, const FloatIma
   // With a model, refinement runs after the network's one step.
   options.deformable.progress =
       counter.stage(deformable_levels(options), counter.affine_steps() + (options.model ? 1 : 0));
-  const PairResult r = register_pair(f, m, options);
+  const PairMasks masks{mask_from_itk(fixed_mask, f.geometry, "fixed image mask"),
+                        mask_from_itk(moving_mask, m.geometry, "moving image mask")};
+  const PairResult r = register_pair(f, m, options, nullptr, masks);
   c10::AutoGradMode no_grad(false);
   PhysicalField3::Pointer field = io::displacement_to_itk(r.displacement, f.geometry);
   counter.finish();

@@ -30,12 +30,13 @@ std::string describe(const io::Geometry& g) {
   return buf;
 }
 
-// The moving label map on its image's grid: as it is when it is on that grid; otherwise
+// A label map (or mask) on its image's grid: as it is when it is on that grid; otherwise
 // an error, or with --force a nearest-neighbour resampling (with a warning).
-io::Volume moving_labels_on_grid(const RegisterJob& p, const io::Geometry& image_grid) {
-  io::Volume labels = io::read_volume(p.moving_labels, io::PixelKind::Labels);
+io::Volume labels_on_grid(const RegisterJob& p, const std::string& file, const std::string& image,
+                          const io::Geometry& image_grid) {
+  io::Volume labels = io::read_volume(file, io::PixelKind::Labels);
   if (io::same_grid(labels.geometry, image_grid)) return labels;
-  const std::string what = p.moving_labels + ": not on the grid of its image " + p.moving + " (" +
+  const std::string what = file + ": not on the grid of its image " + image + " (" +
                            describe(labels.geometry) + " against " + describe(image_grid) + ")";
   if (!p.force) throw io::IoError(what + "; rerun with --force to resample it by nearest neighbour");
   std::fprintf(stderr, "warning: %s; resampling it by nearest neighbour (--force)\n", what.c_str());
@@ -137,7 +138,15 @@ PairInputs read_pair_inputs(const RegisterJob& p) {
   PairInputs in;
   in.fixed = io::read_volume(p.fixed);
   in.moving = io::read_volume(p.moving);
-  if (!p.moving_labels.empty()) in.moving_labels = moving_labels_on_grid(p, in.moving.geometry);
+  if (!p.moving_labels.empty()) in.moving_labels = labels_on_grid(p, p.moving_labels, p.moving, in.moving.geometry);
+  // A mask: 1 where its file is non-zero; one with nothing inside is bad input.
+  const auto mask = [&](const std::string& file, const std::string& image, const io::Geometry& grid) {
+    if (file.empty()) return at::Tensor();
+    const at::Tensor inside = labels_on_grid(p, file, image, grid).data.ne(0).to(at::kFloat);
+    if (inside.sum().item<double>() == 0) throw io::IoError(file + ": the mask has no voxel inside (all zero)");
+    return inside;
+  };
+  in.masks = {mask(p.fixed_mask, p.fixed, in.fixed.geometry), mask(p.moving_mask, p.moving, in.moving.geometry)};
   if (!p.fixed_labels.empty()) {
     in.fixed_labels = io::read_volume(p.fixed_labels, io::PixelKind::Labels);
     if (!io::same_grid(in.fixed_labels.geometry, in.fixed.geometry)) {
@@ -181,7 +190,7 @@ nlohmann::json register_inputs(RegisterJob p, PairInputs in, StageTimes& times) 
   p.options.inverse = !p.out_inverse_field.empty();
   const at::Tensor fixed_voxels = p.qc.empty() ? at::Tensor() : in.fixed.data;  // kept for the picture
   const PairResult r =
-      register_pair({std::move(in.fixed.data), in.fixed.geometry}, in.moving, p.options, &times);
+      register_pair({std::move(in.fixed.data), in.fixed.geometry}, in.moving, p.options, &times, in.masks);
 
   c10::AutoGradMode no_grad(false);
   const io::Volume warped{io::sample_mapped(in.moving, in.fixed.geometry, at::Tensor(), r.displacement), in.fixed.geometry};

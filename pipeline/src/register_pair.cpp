@@ -24,6 +24,7 @@ PairOptions pair_options(const RegistrationSettings& s) {
   PairOptions o;
   o.stages = !s.deformable ? Stages::AffineOnly : !s.affine ? Stages::DeformableOnly : Stages::AffineAndDeformable;
   o.affine.similarity = o.deformable.similarity = s.similarity;
+  o.affine.rigid = s.rigid;
   o.deformable.regularizer = registration::parse_regularizer(s.regularizer);
   o.deformable.regularization = s.regularization;
   o.deformable.iterations.assign(s.iterations.begin(), s.iterations.end());
@@ -50,7 +51,8 @@ std::vector<int64_t> deformable_levels(const PairOptions& o) {
   return o.model ? std::vector<int64_t>{0, o.refine} : o.deformable.iterations;
 }
 
-PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions& o, StageTimes* times) {
+PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions& o, StageTimes* times,
+                         const PairMasks& masks) {
   const at::Device device = ops::parse_device(o.device);
   PairResult r;
   const auto lap = [times](const char* stage) {
@@ -58,15 +60,19 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
   };
   const std::array<double, 2> percentiles =
       o.model ? o.model->info.normalization : std::array<double, 2>{0.5, 99.5};
-  const at::Tensor f = io::normalize_intensity(fixed.data, percentiles[0], percentiles[1]).to(device);
-  const io::Volume m{io::normalize_intensity(moving.data, percentiles[0], percentiles[1]), moving.geometry};
+  // Percentiles of what the masks cover, when given.
+  const at::Tensor f = io::normalize_intensity(fixed.data, percentiles[0], percentiles[1], masks.fixed).to(device);
+  const io::Volume m{io::normalize_intensity(moving.data, percentiles[0], percentiles[1], masks.moving), moving.geometry};
   fixed.data = moving.data = at::Tensor();  // the caller's copies (if any) stay
   lap("normalise");
   r.affine = at::eye(4, at::kDouble);
   at::Tensor deformation;  // 1×3×D×H×W, voxels of the fixed grid: the deformable part
   if (o.stages != Stages::DeformableOnly) {
+    registration::AffineOptions affine = o.affine;
+    if (masks.fixed.defined()) affine.fixed_mask = masks.fixed.to(device);
+    if (masks.moving.defined()) affine.moving_mask = masks.moving.to(device);
     r.affine = registration::fit_affine(f, io::index_to_world(fixed.geometry), m.data.to(device),
-                                        io::index_to_world(moving.geometry), o.affine)
+                                        io::index_to_world(moving.geometry), affine)
                    .cpu();
     lap("affine");
   }
@@ -76,11 +82,22 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
   // outside it by its border values: continuous, so no folding at the box's faces. The
   // half-resolution result goes to the full grid in one pass, followed by `then` if given.
   // With the inverse, *inverse gets the fitted part's inverse (exp(−v)), on its own.
+  // The moving mask, when given, goes along with `moved` (on the fixed grid, through the
+  // same map).
+  const auto moved_mask = [&](const at::Tensor& deformation_so_far) {
+    if (!masks.moving.defined()) return at::Tensor();
+    return io::sample_mapped({masks.moving.cpu(), moving.geometry}, fixed.geometry, r.affine, deformation_so_far);
+  };
   const auto fit_on_foreground = [&](const at::Tensor& moved, registration::InstanceOptions options,
-                                     const at::Tensor& then, at::Tensor* inverse) {
+                                     const at::Tensor& then, at::Tensor* inverse, const at::Tensor& moving_mask) {
     // The pyramid is planned on the fixed grid's voxels (tensor axes D, H, W are ITK's k, j, i).
     options.spacing = {fixed.geometry.spacing[2], fixed.geometry.spacing[1], fixed.geometry.spacing[0]};
-    const Box box = o.crop ? foreground_box(f, moved, 8) : Box{{{0, f.size(2)}, {0, f.size(3)}, {0, f.size(4)}}};
+    // With a fixed mask, the box around it: only its voxels are compared.
+    const Box box = !o.crop ? Box{{{0, f.size(2)}, {0, f.size(3)}, {0, f.size(4)}}}
+                    : masks.fixed.defined() ? foreground_box(masks.fixed, masks.fixed, 8)
+                                            : foreground_box(f, moved, 8);
+    if (masks.fixed.defined()) options.fixed_mask = crop(masks.fixed.to(device), box);
+    if (moving_mask.defined()) options.moving_mask = crop(moving_mask.to(device), box);
     at::Tensor velocity;
     {
       c10::AutoGradMode grad(true);
@@ -109,7 +126,7 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
       refine.iterations = deformable_levels(o);
       refine.learning_rate = o.refine_learning_rate;
       at::Tensor undo_refine;
-      deformation = fit_on_foreground(moved, refine, deformation, o.inverse ? &undo_refine : nullptr);
+      deformation = fit_on_foreground(moved, refine, deformation, o.inverse ? &undo_refine : nullptr, moved_mask(deformation));
       // The inverse undoes the network's map first, then the refinement.
       if (o.inverse) undo = ops::compose(undo_refine, undo);
       lap("refine");
@@ -118,7 +135,7 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
     // The moving image after the affine, on the fixed grid, is what the field is fitted to.
     const at::Tensor moved = io::sample_mapped(m, fixed.geometry, r.affine, at::Tensor());
     lap("resample");
-    deformation = fit_on_foreground(moved, o.deformable, at::Tensor(), want_undo);
+    deformation = fit_on_foreground(moved, o.deformable, at::Tensor(), want_undo, moved_mask(at::Tensor()));
     lap("deformable");
   }
   if (o.inverse) {

@@ -35,9 +35,10 @@ struct Pair {
 
 std::vector<Pair> read_pairs(const RegisterJob& base, const std::string& csv, const std::string& dir,
                              bool inverse) {
-  enum { kFixed, kMoving, kMovingLabels, kFixedLabels, kFixedPoints, kMovingPoints };
+  enum { kFixed, kMoving, kMovingLabels, kFixedLabels, kFixedPoints, kMovingPoints, kFixedMask, kMovingMask };
   const std::vector<io::CsvRow> rows = io::read_csv(
-      csv, {"fixed", "moving", "moving_labels", "fixed_labels", "fixed_points", "moving_points"}, {"fixed", "moving"},
+      csv, {"fixed", "moving", "moving_labels", "fixed_labels", "fixed_points", "moving_points", "fixed_mask", "moving_mask"},
+      {"fixed", "moving"},
       "pairs file");
   if (rows.empty()) throw io::IoError(csv + ": lists no pairs (a header fixed,moving and one row per pair)");
   std::vector<Pair> pairs;
@@ -53,6 +54,8 @@ std::vector<Pair> read_pairs(const RegisterJob& base, const std::string& csv, co
     p.fixed_labels = io::path_beside(csv, row.fields[kFixedLabels]);
     p.fixed_points = io::path_beside(csv, row.fields[kFixedPoints]);
     p.moving_points = io::path_beside(csv, row.fields[kMovingPoints]);
+    p.fixed_mask = io::path_beside(csv, row.fields[kFixedMask]);
+    p.moving_mask = io::path_beside(csv, row.fields[kMovingMask]);
     if (p.fixed.empty() || p.moving.empty()) {
       throw io::IoError(csv + ":" + std::to_string(row.line) + ": a pair needs a fixed and a moving image");
     }

@@ -13,6 +13,7 @@ void validate(const RegistrationSettings& s) {
   if (s.regularizer != "diffusion" && s.regularizer != "tv") {
     throw SettingsError("--regularizer must be diffusion or tv, got '" + s.regularizer + "'");
   }
+  if (s.rigid && !s.affine) throw SettingsError("--rigid and --no-affine exclude each other (--rigid sets the affine stage)");
   if (!(s.regularization >= 0)) throw SettingsError("--regularization must be >= 0");
   if (!s.model.empty() && !s.deformable) {
     throw SettingsError("--model and --affine-only exclude each other (the model is the deformable stage)");

@@ -157,6 +157,7 @@ int exercise_object_methods() {
   filter->SetSeed(42u);
   ITK_TEST_SET_GET_VALUE(uint64_t{42}, filter->GetSeed());
   ITK_TEST_SET_GET_BOOLEAN(filter, UseAffine, false);
+  ITK_TEST_SET_GET_BOOLEAN(filter, UseRigid, false);
   ITK_TEST_SET_GET_BOOLEAN(filter, UseDeformable, false);
   return EXIT_SUCCESS;
 }
@@ -296,6 +297,41 @@ TEST(AutoRegFilter, AbortStopsTheRegistration) {
   filter->AddObserver(itk::ProgressEvent(), observer);
   EXPECT_THROW(filter->Update(), itk::ProcessAborted);
   EXPECT_LT(filter->GetProgress(), 0.2f);
+}
+
+// Masks: the fixed image's ellipsoid with its edge (> 0.01) as the fixed mask still recovers the map, as
+// register_images does with the same mask; a mask off its image's grid is refused.
+TEST(AutoRegFilter, TakesMasksOnTheImagesGrids) {
+  using Mask = Filter::MaskImageType;
+  const FloatImage::Pointer fixed = fixed_image();
+  const auto mask_of = [](const FloatImage* image, double threshold) {
+    auto mask = Mask::New();
+    mask->CopyInformation(image);
+    mask->SetRegions(image->GetLargestPossibleRegion());
+    mask->Allocate();
+    itk::ImageRegionConstIteratorWithIndex<FloatImage> in(image, image->GetLargestPossibleRegion());
+    for (; !in.IsAtEnd(); ++in) mask->SetPixel(in.GetIndex(), in.Get() > threshold ? 1 : 0);
+    return mask;
+  };
+  const Mask::Pointer mask = mask_of(fixed, 0.01);
+  auto filter = Filter::New();
+  filter->SetFixedImage(fixed);
+  filter->SetMovingImage(moving_image());
+  filter->SetFixedImageMask(mask);
+  filter->Update();
+  EXPECT_LT(map_error(fixed.GetPointer(), filter->GetTransform()).first, 1.0);
+  // Off the grid: the moving image's mask given as the fixed one.
+  auto other = Filter::New();
+  other->SetFixedImage(fixed);
+  other->SetMovingImage(moving_image());
+  other->SetFixedImageMask(mask_of(moving_image().GetPointer(), 0.01));
+  try {
+    other->Update();
+    ADD_FAILURE() << "a mask off its image's grid was taken";
+  } catch (const itk::ExceptionObject& e) {
+    EXPECT_NE(std::string(e.GetDescription()).find("fixed image mask: not on the grid"), std::string::npos)
+        << e.GetDescription();
+  }
 }
 
 // Errors reach the caller as ITK exceptions with autoreg's message.

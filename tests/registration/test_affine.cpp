@@ -136,6 +136,69 @@ TEST(Affine, MutualInformationAlignsAnInvertedContrast) {
   EXPECT_GT(mapping_error(reg::moments_affine(p.fixed, p.fixed_grid, 1 - p.moving, p.moving_grid), truth, p).first, 3.0);
 }
 
+TEST(Affine, RigidKeepsARotationAndRecoversARigidMotion) {
+  const at::Tensor truth = affine(12, -8, 1.0, {6, -4, 3});
+  const Pair p = make_pair(truth);
+  reg::AffineOptions o;
+  o.iterations = {80, 40};
+  o.rigid = true;
+  const at::Tensor a = reg::fit_affine(p.fixed, p.fixed_grid, p.moving, p.moving_grid, o);
+  const at::Tensor r = a.slice(0, 0, 3).slice(1, 0, 3);
+  EXPECT_LT((r.t().matmul(r) - at::eye(3, at::kDouble)).abs().max().item<double>(), 1e-9);
+  EXPECT_NEAR(at::det(r).item<double>(), 1.0, 1e-9);
+  EXPECT_LT(mapping_error(a, truth, p).first, 0.5);
+  // A scaled pair stays a rotation (the 12-parameter fit follows the scale).
+  const Pair scaled = make_pair(affine(12, -8, 1.08, {6, -4, 3}));
+  const at::Tensor b = reg::fit_affine(scaled.fixed, scaled.fixed_grid, scaled.moving, scaled.moving_grid, o);
+  EXPECT_NEAR(at::det(b.slice(0, 0, 3).slice(1, 0, 3)).item<double>(), 1.0, 1e-9);
+  // The same through the autograd path (which a moving mask takes), and it stays a rotation.
+  o.moving_mask = at::ones_like(p.moving);
+  const at::Tensor c = reg::fit_affine(p.fixed, p.fixed_grid, p.moving, p.moving_grid, o);
+  const at::Tensor rc = c.slice(0, 0, 3).slice(1, 0, 3);
+  EXPECT_LT((rc.t().matmul(rc) - at::eye(3, at::kDouble)).abs().max().item<double>(), 1e-5);
+  EXPECT_LT(mapping_error(c, truth, p).first, 0.5);
+}
+
+// Cost-function masks: what lies outside them does not change the result; inside it does.
+TEST(Affine, ImageOutsideTheMasksDoesNotChangeTheResult) {
+  const at::Tensor truth = affine(10, -6, 1.04, {5, -3, 2});
+  const Pair p = make_pair(truth);
+  reg::AffineOptions o;
+  o.iterations = {40, 20};
+  o.candidate_iterations = 10;
+  // The fixed mask: the first half along W (index 24 on: outside; a multiple of the 4 mm
+  // level's 2-voxel blocks, so no block straddles its edge).
+  o.fixed_mask = at::zeros_like(p.fixed);
+  o.fixed_mask.narrow(4, 0, 24).fill_(1);
+  const at::Tensor a = reg::fit_affine(p.fixed, p.fixed_grid, p.moving, p.moving_grid, o);
+  EXPECT_LT(mapping_error(a, truth, p).first, 2.0);  // within a voxel from half the head and few steps
+  at::manual_seed(4);
+  const at::Tensor noise = at::rand_like(p.fixed);
+  const at::Tensor outside = p.fixed + noise * (1 - o.fixed_mask);
+  EXPECT_TRUE(at::equal(reg::fit_affine(outside, p.fixed_grid, p.moving, p.moving_grid, o), a));
+  const at::Tensor inside = p.fixed + noise * o.fixed_mask;
+  EXPECT_FALSE(at::equal(reg::fit_affine(inside, p.fixed_grid, p.moving, p.moving_grid, o), a));
+  // The moving mask: its voxels from index 30 along W on are outside; changing the
+  // moving image beyond 4 voxels past that edge (beyond the pyramid's blocks and
+  // trilinear reads) changes nothing.
+  reg::AffineOptions om = o;
+  om.fixed_mask = at::Tensor();
+  om.moving_mask = at::zeros_like(p.moving);
+  om.moving_mask.narrow(4, 0, 30).fill_(1);
+  const at::Tensor b = reg::fit_affine(p.fixed, p.fixed_grid, p.moving, p.moving_grid, om);
+  at::Tensor far = p.moving.clone();
+  far.narrow(4, 34, p.moving.size(4) - 34).add_(at::rand_like(far.narrow(4, 34, p.moving.size(4) - 34)));
+  EXPECT_TRUE(at::equal(reg::fit_affine(p.fixed, p.fixed_grid, far, p.moving_grid, om), b));
+  at::Tensor near = p.moving.clone();
+  near.narrow(4, 10, 10).add_(at::rand_like(near.narrow(4, 10, 10)));
+  EXPECT_FALSE(at::equal(reg::fit_affine(p.fixed, p.fixed_grid, near, p.moving_grid, om), b));
+  // A mask of another shape, or an empty one, is refused.
+  om.moving_mask = at::ones({1, 1, 4, 4, 4});
+  EXPECT_THROW(reg::fit_affine(p.fixed, p.fixed_grid, p.moving, p.moving_grid, om), c10::Error);
+  o.fixed_mask = at::zeros_like(p.fixed);
+  EXPECT_THROW(reg::fit_affine(p.fixed, p.fixed_grid, p.moving, p.moving_grid, o), c10::Error);
+}
+
 TEST(Affine, RejectsBadShapes) {
   const at::Tensor g = at::eye(4, at::kDouble);
   EXPECT_THROW(reg::fit_affine(at::zeros({8, 8, 8}), g, at::zeros({1, 1, 8, 8, 8}), g), c10::Error);

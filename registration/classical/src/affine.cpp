@@ -129,8 +129,8 @@ at::Tensor sample_loss(const std::string& kind, const at::Tensor& fixed, const a
 // image size.
 class AffineFit {
  public:
-  AffineFit(const std::vector<Level>& fixed, const std::vector<Level>& moving, at::Tensor c_f,
-            double radius, const AffineOptions& o)
+  AffineFit(const std::vector<Level>& fixed, const std::vector<Level>& moving, const std::vector<Level>& fixed_mask,
+            const std::vector<Level>& moving_mask, at::Tensor c_f, double radius, const AffineOptions& o)
       : c_f_(std::move(c_f)), radius_(radius), o_(o),
         generator_(at::make_generator<at::CPUGeneratorImpl>(o.seed)) {
     for (size_t l = 0; l < fixed.size(); ++l) {
@@ -140,7 +140,15 @@ class AffineFit {
       // Fixed points centred on the fixed centre of mass (float32: sub-micron accuracy).
       d.points = (world_points(f, fixed[l].index_to_world) - c_f_).to(opts);
       d.fixed = f.flatten(2).squeeze(0);  // 1×N intensities
+      if (!fixed_mask.empty()) {
+        // Only the points in the fixed mask (any part of their block inside it).
+        const at::Tensor keep = fixed_mask[l].image.flatten().gt(0).nonzero().squeeze(1).to(f.device());
+        TORCH_CHECK(keep.numel() > 0, "fit_affine: the fixed mask has no voxel inside");
+        d.points = d.points.index_select(0, keep).contiguous();
+        d.fixed = d.fixed.index_select(1, keep).contiguous();
+      }
       d.moving = moving[l].image;         // 1×1×D×H×W
+      if (!moving_mask.empty()) d.moving_mask = moving_mask[l].image.to(f.device());
       const at::Tensor to_index = at::inverse(moving[l].index_to_world);
       std::array<double, 3> norm{};
       for (int a = 0; a < 3; ++a) norm[a] = 2.0 / std::max<int64_t>(1, moving[l].image.size(4 - a) - 1);
@@ -161,22 +169,37 @@ class AffineFit {
                                                  const at::Tensor& t0, int64_t steps,
                                                  bool report) {
     const LevelData& d = levels_[level];
-    if (d.points.device().is_cpu() && o_.similarity != "mind") return run_fused(level, m0, t0, steps, report);
+    if (d.points.device().is_cpu() && o_.similarity != "mind" && !d.moving_mask.defined()) {
+      return run_fused(level, m0, t0, steps, report);
+    }
     const auto opts = d.points.options();
     const at::Tensor c_f = c_f_.to(opts);
-    // Parameters in millimetres: b moves a point at distance `radius` by ~|b| mm.
-    at::Tensor b = at::zeros({3, 3}, opts).requires_grad_();
+    // Parameters in millimetres: b moves a point at distance `radius` by ~|b| mm; rigid,
+    // b is a rotation vector (radians × radius) applied before the start's rotation.
+    at::Tensor b = at::zeros(o_.rigid ? at::IntArrayRef{3} : at::IntArrayRef{3, 3}, opts).requires_grad_();
     at::Tensor tau = at::zeros({3}, opts).requires_grad_();
     const at::Tensor m_start = m0.to(opts), t_start = t0.to(opts);
+    const auto matrix = [&] {
+      if (!o_.rigid) return m_start + b / radius_;
+      const at::Tensor w = b / radius_, zero = at::zeros({}, opts);
+      const at::Tensor skew = at::stack({zero, -w[2], w[1], w[2], zero, -w[0], -w[1], w[0], zero}).view({3, 3});
+      return at::linalg_matrix_exp(skew).matmul(m_start);
+    };
     const double lr0 = o_.learning_rate / double(1 << level);
     torch::optim::Adam adam({b, tau}, torch::optim::AdamOptions(lr0));
     const int64_t n = d.points.size(0);
     const int64_t samples = std::min<int64_t>(n, o_.samples);
     const auto loss_at = [&](const at::Tensor& index) {
       const at::Tensor x = index.defined() ? d.points.index_select(0, index) : d.points;
-      const at::Tensor y = x.matmul((m_start + b / radius_).t()) + c_f + t_start + tau;
+      const at::Tensor y = x.matmul(matrix().t()) + c_f + t_start + tau;
       const at::Tensor normalised = y.matmul(d.to_grid.t()) + d.to_grid_offset;  // n×3
-      const at::Tensor inside = (normalised.detach().abs() <= 1).all(1).to(opts.dtype());
+      at::Tensor inside = (normalised.detach().abs() <= 1).all(1).to(opts.dtype());
+      if (d.moving_mask.defined()) {  // and inside the moving mask
+        inside = inside * at::grid_sampler(d.moving_mask, normalised.detach().view({1, 1, 1, -1, 3}), 0, 0, true)
+                              .flatten()
+                              .gt(0.5)
+                              .to(opts.dtype());
+      }
       const at::Tensor moved =
           at::grid_sampler(d.moving, normalised.view({1, 1, 1, -1, 3}), /*bilinear*/ 0, /*zeros*/ 0, true)
               .flatten(2)
@@ -201,8 +224,7 @@ class AffineFit {
     }
     c10::AutoGradMode no_grad(false);
     const double final_loss = loss_at(at::Tensor()).item<double>();
-    return {(m_start + b / radius_).to(at::kDouble).cpu(), (t_start + tau).to(at::kDouble).cpu(),
-            final_loss};
+    return {matrix().to(at::kDouble).cpu(), (t_start + tau).to(at::kDouble).cpu(), final_loss};
   }
 
  private:
@@ -223,7 +245,13 @@ class AffineFit {
     const at::Tensor c_f = c_f_.to(at::kDouble).contiguous();
     // Parameters as in run(): b (3×3, mm at distance `radius`) and tau (3).
     std::array<double, 12> param{}, first{}, second{};
+    // Rigid: the rotation so far, turned by each step's rotation vector (param 0-2, radians
+    // × radius) on the left: Adam's state stays in one frame, and it stops where the
+    // gradient along rotations vanishes.
+    std::array<double, 9> rotation{};
+    for (int i = 0; i < 9; ++i) rotation[i] = m_start.data_ptr<double>()[i];
     const auto matrix = [&] {
+      if (o_.rigid) return rotation;
       std::array<double, 9> m{};
       for (int i = 0; i < 9; ++i) m[i] = m_start.data_ptr<double>()[i] + param[i] / radius_;
       return m;
@@ -244,12 +272,17 @@ class AffineFit {
       const double loss = detail::affine_loss(s, matrix(), translation(true), index.defined() ? index.data_ptr<int64_t>() : nullptr,
                                               samples, ncc, &gm, &gt);
       const double bias1 = 1 - std::pow(beta1, double(it + 1)), bias2 = 1 - std::pow(beta2, double(it + 1));
+      if (o_.rigid) gm = rotation_gradient(gm, rotation);
+      std::array<double, 12> step{};
       for (int i = 0; i < 12; ++i) {
+        if (o_.rigid && i >= 3 && i < 9) continue;
         const double g = i < 9 ? gm[i] / radius_ : gt[i - 9];
         first[i] = beta1 * first[i] + (1 - beta1) * g;
         second[i] = beta2 * second[i] + (1 - beta2) * g * g;
-        param[i] -= lr / bias1 * first[i] / (std::sqrt(second[i]) / std::sqrt(bias2) + eps);
+        step[i] = lr / bias1 * first[i] / (std::sqrt(second[i]) / std::sqrt(bias2) + eps);
+        param[i] -= step[i];
       }
+      if (o_.rigid) rotation = turned(rotation, {-step[0] / radius_, -step[1] / radius_, -step[2] / radius_});
       if (report && o_.progress) o_.progress(level, it, loss);
     }
     const double final_loss = detail::affine_loss(s, matrix(), translation(true), nullptr, 0, ncc, nullptr, nullptr);
@@ -257,6 +290,45 @@ class AffineFit {
     const auto t = translation(false);
     return {at::tensor(std::vector<double>(m.begin(), m.end()), at::kDouble).view({3, 3}),
             at::tensor(std::vector<double>(t.begin(), t.end()), at::kDouble), final_loss};
+  }
+
+  // The loss's gradient along the rotation vector ω of exp([ω]×)·R at ω = 0, from its
+  // gradient G along the matrix (row-major 3×3): ∂/∂ω_k = Σ G ∘ ([e_k]× R), in the first
+  // three entries (the rest unused).
+  static std::array<double, 9> rotation_gradient(const std::array<double, 9>& g, const std::array<double, 9>& r) {
+    std::array<double, 9> out{};
+    for (int k = 0; k < 3; ++k) {
+      // Rows of [e_k]× R: (e_k × column j of R) for each j.
+      const int a = (k + 1) % 3, b = (k + 2) % 3;
+      double sum = 0;
+      for (int j = 0; j < 3; ++j) {
+        // ([e_k]× R)_{a j} = −R_{b j}, ([e_k]× R)_{b j} = R_{a j}, row k is 0.
+        sum += g[a * 3 + j] * -r[b * 3 + j] + g[b * 3 + j] * r[a * 3 + j];
+      }
+      out[k] = sum;
+    }
+    return out;
+  }
+
+  // exp([ω]×)·R (Rodrigues' formula).
+  static std::array<double, 9> turned(const std::array<double, 9>& r, const std::array<double, 3>& w) {
+    const double angle = std::sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]);
+    const double a = angle > 1e-12 ? std::sin(angle) / angle : 1.0;
+    const double b = angle > 1e-12 ? (1 - std::cos(angle)) / (angle * angle) : 0.5;
+    const double k[9] = {0, -w[2], w[1], w[2], 0, -w[0], -w[1], w[0], 0};
+    double e[9];
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 0; j < 3; ++j) {
+        double kk = 0;
+        for (int l = 0; l < 3; ++l) kk += k[i * 3 + l] * k[l * 3 + j];
+        e[i * 3 + j] = (i == j ? 1.0 : 0.0) + a * k[i * 3 + j] + b * kk;
+      }
+    }
+    std::array<double, 9> out{};
+    for (int i = 0; i < 3; ++i)
+      for (int j = 0; j < 3; ++j)
+        for (int l = 0; l < 3; ++l) out[i * 3 + j] += e[i * 3 + l] * r[l * 3 + j];
+    return out;
   }
 
   // `samples` random points of n, one in each of `samples` equal runs of the point list
@@ -274,6 +346,7 @@ class AffineFit {
     at::Tensor points;          // N×3 fixed world points minus c_f
     at::Tensor fixed;           // 1×N fixed intensities at those points
     at::Tensor moving;          // 1×1×D×H×W moving image
+    at::Tensor moving_mask;     // 1×1×D×H×W, or undefined (no moving mask)
     at::Tensor to_grid;         // 3×3: world → normalised sampling coordinates
     at::Tensor to_grid_offset;  // 3
   };
@@ -320,16 +393,29 @@ at::Tensor fit_affine(const at::Tensor& fixed, const at::Tensor& fixed_index_to_
   check_similarity(o.similarity);
   TORCH_CHECK(!o.level_spacing.empty() && o.level_spacing.size() == o.iterations.size(),
               "fit_affine: one iteration count per pyramid level");
+  TORCH_CHECK(!o.fixed_mask.defined() || o.fixed_mask.sizes() == fixed.sizes(), "fit_affine: the fixed mask must be ",
+              fixed.sizes(), " like the fixed image, got ", o.fixed_mask.sizes());
+  TORCH_CHECK(!o.moving_mask.defined() || o.moving_mask.sizes() == moving.sizes(), "fit_affine: the moving mask must be ",
+              moving.sizes(), " like the moving image, got ", o.moving_mask.sizes());
   const std::vector<Level> f = pyramid(fixed, fixed_index_to_world.to(at::kDouble), o.level_spacing);
   const std::vector<Level> m = pyramid(moving, moving_index_to_world.to(at::kDouble), o.level_spacing);
+  const auto mask_pyramid = [&](const at::Tensor& mask, const at::Tensor& index_to_world) {
+    return mask.defined() ? pyramid(mask, index_to_world.to(at::kDouble), o.level_spacing) : std::vector<Level>{};
+  };
+  const std::vector<Level> fm = mask_pyramid(o.fixed_mask, fixed_index_to_world);
+  const std::vector<Level> mmask = mask_pyramid(o.moving_mask, moving_index_to_world);
 
-  // Moments at the coarsest level.
+  // Moments at the coarsest level, of the masked images when masked.
   c10::AutoGradMode no_grad(false);
-  const Moments mf = moments(f[0]), mm = moments(m[0]);
+  const auto masked = [](const Level& image, const std::vector<Level>& mask) {
+    return mask.empty() ? image : Level{image.image * mask[0].image, image.index_to_world};
+  };
+  const Moments mf = moments(masked(f[0], fm)), mm = moments(masked(m[0], mmask));
   // The moments' scale only when plausible: a field of view that cuts the anatomy (a
-  // slab, a head with or without the neck) changes the moments, not the size.
+  // slab, a head with or without the neck) changes the moments, not the size; never
+  // with --rigid.
   double scale = volume_scale(mf, mm);
-  if (scale < 0.8 || scale > 1.25) scale = 1.0;
+  if (scale < 0.8 || scale > 1.25 || o.rigid) scale = 1.0;
   const double radius = std::sqrt(std::max(1.0, at::trace(mf.covariance).item<double>()));
   const at::Tensor t0 = mm.centre - mf.centre;
 
@@ -352,7 +438,7 @@ at::Tensor fit_affine(const at::Tensor& fixed, const at::Tensor& fixed_index_to_
   std::vector<std::pair<at::Tensor, at::Tensor>> starts = {
       {at::eye(3, at::kDouble), at::zeros({3}, at::kDouble)}};
   for (const at::Tensor& r : rotations) starts.emplace_back(r * scale, t0);
-  AffineFit fit(f, m, mf.centre, radius, o);
+  AffineFit fit(f, m, fm, mmask, mf.centre, radius, o);
   at::Tensor best_m = starts[1].first, best_t = starts[1].second;
   if (o.candidate_iterations > 0) {
     double best = std::numeric_limits<double>::infinity();

@@ -83,6 +83,10 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
               "fit_displacement: fixed and moving must be 1×1×D×H×W of one size, got ",
               fixed.sizes(), " and ", moving.sizes());
   check_similarity(o.similarity);
+  for (const at::Tensor* mask : {&o.fixed_mask, &o.moving_mask}) {
+    TORCH_CHECK(!mask->defined() || mask->sizes() == fixed.sizes(), "fit_displacement: a mask must be ",
+                fixed.sizes(), " like the images, got ", mask->sizes());
+  }
   TORCH_CHECK(!o.iterations.empty() && o.iterations.size() <= 6, "fit_displacement: 1 to 6 levels, got ",
               o.iterations.size());
   at::manual_seed(o.seed);
@@ -102,6 +106,8 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
     if (!velocity.defined() && o.iterations[level] == 0 && level + 1 < levels) continue;
     const at::Tensor fl = downsample(f, plan[level]), ml = downsample(m, plan[level]);
     const int64_t window = level + 1 == levels ? 7 : 5;  // the local NCC's, in the level's voxels
+    const at::Tensor fixed_mask = o.fixed_mask.defined() ? downsample(o.fixed_mask.to(f.options()), plan[level]) : at::Tensor();
+    const at::Tensor moving_mask = o.moving_mask.defined() ? downsample(o.moving_mask.to(f.options()), plan[level]) : at::Tensor();
     {
       c10::AutoGradMode no_grad(false);
       velocity = velocity.defined() ? resize_field(velocity, fl.sizes().slice(2))
@@ -117,7 +123,15 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
       adam.zero_grad();
       const at::Tensor u = ops::integrate(velocity, o.integration_steps);
       const at::Tensor warped = ops::warp(ml, u, ops::Interpolation::Linear, ops::Padding::Border);
-      const at::Tensor loss = similarity_loss(o.similarity, fl, warped, window) +
+      at::Tensor weight;  // the masks' voxels that count (not optimised: no gradient)
+      if (fixed_mask.defined() || moving_mask.defined()) {
+        c10::AutoGradMode no_grad(false);
+        weight = fixed_mask.defined() ? fixed_mask : at::ones_like(fl);
+        if (moving_mask.defined()) {
+          weight = weight * ops::warp(moving_mask, u.detach(), ops::Interpolation::Linear, ops::Padding::Border);
+        }
+      }
+      const at::Tensor loss = similarity_loss(o.similarity, fl, warped, window, weight) +
                               o.regularization * smoothness(velocity, o.regularizer, level_spacing);
       loss.backward();
       adam.step();

@@ -36,6 +36,10 @@ at::Tensor shifted(const at::Tensor& padded, const std::array<int64_t, 3>& offse
 }  // namespace
 
 at::Tensor local_ncc(const at::Tensor& a, const at::Tensor& b, int64_t window) {
+  return local_ncc_map(a, b, window).mean();
+}
+
+at::Tensor local_ncc_map(const at::Tensor& a, const at::Tensor& b, int64_t window) {
   // A window wider than the volume (a coarse scale of a small one) shrinks to the widest
   // odd one that fits.
   for (int64_t d = 2; d < a.dim(); ++d) window = std::min(window, a.size(d) % 2 ? a.size(d) : a.size(d) - 1);
@@ -46,7 +50,7 @@ at::Tensor local_ncc(const at::Tensor& a, const at::Tensor& b, int64_t window) {
   const at::Tensor vb = (box_mean(b * b, window) - mb * mb).clamp_min(0);
   // VoxelMorph's ε = 1e-5 on window sums, written for window means (÷ n² for n voxels).
   const double n = double(window) * double(window) * double(window);
-  return (cov * cov / (va * vb + 1e-5 / (n * n))).mean();
+  return cov * cov / (va * vb + 1e-5 / (n * n));
 }
 
 at::Tensor mind_ssc(const at::Tensor& image, int64_t radius, int64_t dilation) {
@@ -94,7 +98,16 @@ void check_similarity(const std::string& kind) {
 }
 
 at::Tensor similarity_loss(const std::string& kind, const at::Tensor& fixed,
-                           const at::Tensor& warped, int64_t window) {
+                           const at::Tensor& warped, int64_t window, const at::Tensor& weight) {
+  if (weight.defined()) {
+    check_similarity(kind);
+    // Per-voxel losses, their mean weighted by the mask (ε: an empty mask gives 0, not NaN).
+    at::Tensor per_voxel;
+    if (kind == "ncc") per_voxel = 1 - local_ncc_map(fixed, warped, window);
+    if (kind == "mse") per_voxel = (fixed - warped).pow(2);
+    if (kind == "mind") per_voxel = (mind_ssc(fixed) - mind_ssc(warped)).pow(2).mean(1, /*keepdim=*/true);
+    return (per_voxel * weight).sum() / (weight.sum() + 1e-8);
+  }
   if (kind == "ncc") return 1 - local_ncc(fixed, warped, window);
   if (kind == "mse") return (fixed - warped).pow(2).mean();
   if (kind == "mind") return (mind_ssc(fixed) - mind_ssc(warped)).pow(2).mean();

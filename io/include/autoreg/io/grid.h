@@ -72,8 +72,9 @@ std::string orientation_code(const Geometry& grid);
 
 // Robust intensity normalisation: the `lower` and `upper` percentiles of the voxel
 // values map to 0 and 1, and values beyond are clipped. Defaults ignore outliers
-// (bright vessels, dark background noise) without a mask.
+// (bright vessels, dark background noise) without a mask. With a `mask` (the data's
+// shape, non-zero inside), the percentiles are those of the voxels inside it.
 at::Tensor normalize_intensity(const at::Tensor& data, double lower_percent = 0.5,
-                               double upper_percent = 99.5);
+                               double upper_percent = 99.5, const at::Tensor& mask = {});
 
 }  // namespace autoreg::io

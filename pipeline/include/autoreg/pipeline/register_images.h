@@ -27,10 +27,14 @@ using PhysicalField3 = itk::Image<itk::Vector<double, 3>, 3>;
 // returns the displacement field d on the fixed grid: a fixed point x maps to the moving
 // point x + d(x) (affine and deformable parts together). `progress` (optional) is called
 // with the fraction of the work done, from 0 to 1; an exception it throws stops the
-// registration and propagates. Throws SettingsError (base::UsageError) for inconsistent settings,
+// registration and propagates. `fixed_mask` and `moving_mask` (optional; non-zero
+// inside, each on its image's grid) restrict the similarity to the voxels they cover
+// (register_pair.h's PairMasks). Throws SettingsError (base::UsageError) for inconsistent
+// settings, std::invalid_argument for a mask off its image's grid or empty,
 // std::runtime_error (with the file's name) for an unreadable model.
 PhysicalField3::Pointer register_images(const FloatImage3* fixed, const FloatImage3* moving,
                                         const ImageRegistrationSettings& settings = {},
-                                        const std::function<void(double)>& progress = {});
+                                        const std::function<void(double)>& progress = {},
+                                        const FloatImage3* fixed_mask = nullptr, const FloatImage3* moving_mask = nullptr);
 
 }  // namespace autoreg::pipeline

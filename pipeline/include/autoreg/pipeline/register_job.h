@@ -22,6 +22,9 @@ struct RegisterJob {
   // optional, together: landmarks of the two images (io/points.h formats), the fixed ones
   // carried into the moving image by the field: the TRE (mm) in the summary
   std::string fixed_points, moving_points;
+  // optional: cost-function masks (non-zero inside), each on its image's grid (or
+  // resampled by nearest neighbour with `force`): register_pair.h's PairMasks
+  std::string fixed_mask, moving_mask;
   std::string out_warped, out_field;  // the moving image on the fixed grid; the displacement field (LPS mm)
   std::string out_labels;         // with moving_labels
   std::string out_affine;         // optional: the affine alone (ITK transform file)
@@ -29,13 +32,15 @@ struct RegisterJob {
   std::string qc;                 // optional: the QC picture (PNG)
   PairOptions options;            // pair_options(settings): the model, read once
   std::string fixed_orientation, moving_orientation;  // header overrides ("" = trust it)
-  bool force = false;             // resample a label map that is not on its image's grid
+  bool force = false;             // resample a label map or mask that is not on its image's grid
 };
 
 // The pair's volumes as read: orientation overrides applied, the moving label map on its
-// image's grid (or resampled with `force`), the fixed label map on the fixed grid.
+// image's grid (or resampled with `force`), the fixed label map on the fixed grid, the
+// masks on their images' grids (or resampled with `force`) and not empty.
 struct PairInputs {
   io::Volume fixed, moving, moving_labels, fixed_labels;
+  PairMasks masks;          // with RegisterJob's masks: 1 inside, 0 outside
   io::Landmarks landmarks;  // with RegisterJob's points
 };
 PairInputs read_pair_inputs(const RegisterJob& job);

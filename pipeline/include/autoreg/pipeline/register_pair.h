@@ -101,11 +101,19 @@ class StageTimes {
   std::vector<std::pair<std::string, double>> seconds_, peak_mib_;
 };
 
+// Cost-function masks of a pair, optional: 1×1×D×H×W float32, 1 inside and 0 outside,
+// each on its own image's grid. They decide which voxels the similarity compares in the
+// affine stage, instance optimisation and the refinement (a network's prediction does
+// not use them); the field is still computed everywhere.
+struct PairMasks {
+  at::Tensor fixed, moving;
+};
+
 // Registers `moving` to `fixed` (any grids, any orientation). Volumes: float32
 // intensities, as read by io::read_volume; taken by value, so that a caller who moves
 // them in lets their voxels go once they are normalised (memory). Records its stages in
 // *times when given. Throws c10::Error / std::runtime_error.
 PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions& options = {},
-                         StageTimes* times = nullptr);
+                         StageTimes* times = nullptr, const PairMasks& masks = {});
 
 }  // namespace autoreg::pipeline

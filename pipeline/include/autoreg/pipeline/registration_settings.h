@@ -24,6 +24,7 @@ struct RegistrationSettings {
   std::string device = "cpu";      // --device: cpu or cuda
   bool affine = true;              // false: the images are aligned already (--no-affine)
   bool deformable = true;          // false: the affine alone (--affine-only)
+  bool rigid = false;              // --rigid: 6 degrees of freedom (the same patient's scans)
   std::string similarity = "ncc";  // --similarity: ncc, mse or mind (MIND-SSC, for different modalities)
   // --regularizer: instance optimisation's smoothness term, diffusion or tv (total
   // variation, for organs that slide; registration/regularization.h)

@@ -28,6 +28,15 @@ struct AffineOptions {
   int64_t candidate_iterations = 30;             // steps a candidate start gets before choosing
   int64_t samples = 20000;                       // random fixed points compared per step
   uint64_t seed = 0;                             // of the point sampling
+  // 6 degrees of freedom (rotation and translation) instead of 12: the same patient's
+  // scans, where shear and scale would only follow an organ that moves within the body
+  // (Adam on a rotation vector and the translation).
+  bool rigid = false;
+  // Cost-function masks, optional: 1×1×D×H×W on the fixed and on the moving volume's own
+  // grid, 1 inside and 0 outside. Only fixed points inside the fixed mask, and of those
+  // only the ones that map inside the moving mask, are compared; the moments that start
+  // the search are those of the masked images.
+  at::Tensor fixed_mask, moving_mask;
   // Called after every step: level (0-based), step, loss.
   std::function<void(int, int64_t, double)> progress;
 };

@@ -41,6 +41,12 @@ struct InstanceOptions {
   // The voxel spacing along D, H, W (mm), when known: the pyramid is planned per axis
   // (pyramid_factors). Unset: every axis shrinks alike.
   std::array<double, 3> spacing{0, 0, 0};
+  // Cost-function masks, optional: 1×1×D×H×W like the images, 1 inside and 0 outside.
+  // Only voxels inside the fixed mask whose match (through the current field) lies inside
+  // the moving mask count in the similarity; the field is still fitted everywhere, smooth
+  // across what the masks leave out. The moving one is on the grid of the moving image
+  // given here (the fixed grid, after the affine).
+  at::Tensor fixed_mask, moving_mask;
   // Called after every iteration: level (0-based), iteration, loss.
   std::function<void(int, int64_t, double)> progress;
 };

@@ -14,6 +14,8 @@ namespace autoreg::registration {
 // to local affine intensity changes) with a cubic window of `window` voxels (at most the
 // widest odd window that fits the volume).
 at::Tensor local_ncc(const at::Tensor& a, const at::Tensor& b, int64_t window);
+// The same before its mean: each voxel's squared correlation over its window, N×1×D×H×W.
+at::Tensor local_ncc_map(const at::Tensor& a, const at::Tensor& b, int64_t window);
 
 // MIND-SSC descriptors (Heinrich et al., MICCAI 2013): for each voxel, 12 channels
 // exp(−D/V) of the patch distances D between the pairs of its six-neighbourhood that
@@ -26,9 +28,11 @@ at::Tensor mind_ssc(const at::Tensor& image, int64_t radius = 2, int64_t dilatio
 //   "ncc":  1 − local_ncc(fixed, warped, window)
 //   "mse":  mean squared difference (intensities normalised to [0, 1])
 //   "mind": mean squared difference of MIND-SSC descriptors
-// `window` is the NCC window (odd; ignored by the others).
+// `window` is the NCC window (odd; ignored by the others). With a `weight` (1×1×D×H×W,
+// 0 to 1: a mask), the mean over voxels is weighted by it: cost-function masking, the
+// voxels outside the mask do not count (an empty mask: loss 0).
 at::Tensor similarity_loss(const std::string& kind, const at::Tensor& fixed,
-                           const at::Tensor& warped, int64_t window = 7);
+                           const at::Tensor& warped, int64_t window = 7, const at::Tensor& weight = {});
 
 // Throws std::invalid_argument naming `kind` unless it is one of the above.
 void check_similarity(const std::string& kind);
