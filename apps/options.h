@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <initializer_list>
 #include <sstream>
@@ -34,6 +35,26 @@ inline std::vector<int64_t> parse_int_list(const std::string& option, const std:
     }
     if (used == 0 || used != item.size()) {
       throw UsageError(option + ": '" + item + "' is not an integer (expected e.g. 2,4,17)");
+    }
+  }
+  if (out.empty()) throw UsageError(option + ": empty list");
+  return out;
+}
+
+// "-1000,1000" → {-1000, 1000}; anything else is a UsageError naming the option.
+inline std::vector<double> parse_number_list(const std::string& option, const std::string& text) {
+  std::vector<double> out;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    try {
+      out.push_back(std::stod(item, &used));
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || !std::isfinite(out.back())) {
+      throw UsageError(option + ": '" + item + "' is not a number");
     }
   }
   if (out.empty()) throw UsageError(option + ": empty list");

@@ -6,6 +6,7 @@
 
 #include <tclap/CmdLine.h>
 
+#include <array>
 #include <initializer_list>
 #include <sstream>
 #include <string>
@@ -19,7 +20,8 @@ namespace autoreg::apps {
 
 struct RegistrationArgs {
   explicit RegistrationArgs(TCLAP::CmdLine& cmd)
-      : model("", "model", "a trained model (.autoreg, from autoreg train), or 'default' for the model shipped with autoreg; without it, instance optimisation", false, "", "FILE", cmd),
+      : preset("", "preset", preset_help(), false, defaults.preset, &preset_allowed, cmd),
+        model("", "model", "a trained model (.autoreg, from autoreg train), or 'default' for the model shipped with autoreg; without it, instance optimisation", false, "", "FILE", cmd),
         refine("", "refine", "with --model: Adam steps of instance optimisation (1/2 resolution) refining the network's field (default 0)", false, 0, "K", cmd),
         iterations("", "iterations", "deformable Adam steps per pyramid level, coarse to fine: the last at 1/2 resolution, each before it halving again (default " + pipeline::counts_text(defaults.iterations) + ": 1/4 and 1/2; 1 to 6 levels, more for larger motion, e.g. 70,70,70,20 for breathing; thick slices are not shrunk until the others reach them)", false, pipeline::counts_text(defaults.iterations), "N1,N2,...", cmd),
         affine_iterations("", "affine-iterations", "affine Adam steps at 4 mm and 2 mm (default " + pipeline::counts_text(defaults.affine_iterations) + ")", false, pipeline::counts_text(defaults.affine_iterations), "N1,N2", cmd),
@@ -28,33 +30,49 @@ struct RegistrationArgs {
         similarity("", "similarity", "ncc (default), mse, or mind (MIND-SSC, for different modalities)", false, defaults.similarity, &similarity_allowed, cmd),
         regularizer("", "regularizer", "instance optimisation's smoothness: diffusion (default; smooth everywhere, brains) or tv (total variation: lets organs slide, e.g. the liver along the body wall)", false, defaults.regularizer, &regularizer_allowed, cmd),
         regularization("", "regularization", "weight λ of the smoothness term (default " + number_text(defaults.regularization) + ")", false, defaults.regularization, "λ", cmd),
-        seed("", "seed", "random seed (default 0)", false, 0, "S", cmd) {}
+        seed("", "seed", "random seed (default 0)", false, 0, "S", cmd),
+        intensity_window("", "intensity-window", "the intensities mapped to 0 and 1, clipped beyond, for both images (e.g. -1000,1000 for CT in HU); default automatic: a CT (its 0.5th percentile at or below -500 HU) gets -1000,1000, anything else its 0.5th and 99.5th percentiles", false, "", "LO,HI", cmd) {}
 
   // Options of this group given on the command line (to refuse them where nothing is registered).
   std::vector<const TCLAP::Arg*> all() const {
-    return {&model, &refine, &iterations, &affine_iterations, &no_affine, &rigid, &similarity, &regularizer, &regularization, &seed};
+    return {&preset, &model, &refine, &iterations, &affine_iterations, &no_affine, &rigid, &similarity,
+            &regularizer, &regularization, &seed, &intensity_window};
   }
 
-  // The settings the options give (UsageError for counts out of range and options that
-  // contradict each other; validate() checks the rest when the options are built).
+  // The settings the options give: the preset's, with the options given on the command
+  // line instead (UsageError for counts out of range and options that contradict each
+  // other; validate() checks the rest when the options are built).
   pipeline::RegistrationSettings settings(const std::string& device) const {
-    pipeline::RegistrationSettings s;
-    s.model = model.getValue();
+    pipeline::RegistrationSettings s = pipeline::preset_settings(preset.getValue());
     s.device = device;
-    s.affine = !no_affine.getValue();
-    s.rigid = rigid.getValue();
-    s.similarity = similarity.getValue();
-    s.regularizer = regularizer.getValue();
-    s.regularization = regularization.getValue();
-    s.iterations = parse_counts("--iterations", iterations.getValue(), 1, 6);
-    s.affine_iterations = parse_level_counts("--affine-iterations", affine_iterations.getValue());
+    if (model.isSet()) s.model = model.getValue();
+    if (no_affine.isSet()) s.affine = false;
+    if (rigid.isSet()) s.rigid = s.affine = true;
+    if (similarity.isSet()) s.similarity = similarity.getValue();
+    if (regularizer.isSet()) s.regularizer = regularizer.getValue();
+    if (regularization.isSet()) s.regularization = regularization.getValue();
+    if (iterations.isSet()) s.iterations = parse_counts("--iterations", iterations.getValue(), 1, 6);
+    if (affine_iterations.isSet()) s.affine_iterations = parse_level_counts("--affine-iterations", affine_iterations.getValue());
     if (refine.getValue() < 0) throw UsageError("--refine must be >= 0");
     s.refine = unsigned(refine.getValue());
     s.seed = seed.getValue();
+    if (intensity_window.isSet()) {
+      const std::vector<double> w = parse_number_list("--intensity-window", intensity_window.getValue());
+      if (w.size() != 2 || !(w[1] > w[0])) throw UsageError("--intensity-window: two values LO,HI with LO < HI, e.g. -1000,1000");
+      s.intensity_window = std::array<double, 2>{w[0], w[1]};
+    }
+    if (no_affine.isSet() && rigid.isSet()) throw UsageError("--rigid and --no-affine exclude each other (--rigid sets the affine stage)");
     if (iterations.isSet() && !s.model.empty()) {
       throw UsageError("--iterations sets instance optimisation, which --model replaces (use --refine K)");
     }
     return s;
+  }
+
+  // --preset's help: every preset and what it is for.
+  static std::string preset_help() {
+    std::string text = "named settings for an anatomy and motion, which the options given override:";
+    for (const pipeline::Preset& p : pipeline::presets()) text += " " + p.name + " (" + p.purpose + ");";
+    return text + " default brain";
   }
 
   // "1", "0.5": a default as the help text shows it.
@@ -65,10 +83,17 @@ struct RegistrationArgs {
   }
 
   const pipeline::RegistrationSettings defaults;
+  std::vector<std::string> preset_names = [] {
+    std::vector<std::string> names;
+    for (const pipeline::Preset& p : pipeline::presets()) names.push_back(p.name);
+    return names;
+  }();
+  TCLAP::ValuesConstraint<std::string> preset_allowed{preset_names};
   std::vector<std::string> similarity_names{"ncc", "mse", "mind"};
   TCLAP::ValuesConstraint<std::string> similarity_allowed{similarity_names};
   std::vector<std::string> regularizer_names{"diffusion", "tv"};
   TCLAP::ValuesConstraint<std::string> regularizer_allowed{regularizer_names};
+  TCLAP::ValueArg<std::string> preset;
   TCLAP::ValueArg<std::string> model;
   TCLAP::ValueArg<int> refine;
   TCLAP::ValueArg<std::string> iterations;
@@ -79,6 +104,7 @@ struct RegistrationArgs {
   TCLAP::ValueArg<std::string> regularizer;
   TCLAP::ValueArg<double> regularization;
   TCLAP::ValueArg<uint64_t> seed;
+  TCLAP::ValueArg<std::string> intensity_window;
 };
 
 }  // namespace autoreg::apps

@@ -274,8 +274,8 @@ std::optional<at::Tensor> sample_on_parallel_grid(const Volume& volume, const Ge
   return out;
 }
 
-at::Tensor normalize_intensity(const at::Tensor& data, double lower_percent, double upper_percent,
-                               const at::Tensor& mask) {
+std::array<double, 2> intensity_percentiles(const at::Tensor& data, double lower_percent, double upper_percent,
+                                            const at::Tensor& mask) {
   TORCH_CHECK(0 <= lower_percent && lower_percent < upper_percent && upper_percent <= 100,
               "normalize_intensity: need 0 <= lower < upper <= 100, got ", lower_percent, ", ",
               upper_percent);
@@ -283,7 +283,7 @@ at::Tensor normalize_intensity(const at::Tensor& data, double lower_percent, dou
               ", got ", mask.sizes());
   at::Tensor flat = data.reshape({-1}).to(at::kFloat);
   if (mask.defined()) flat = flat.masked_select(mask.reshape({-1}).to(flat.device()).ne(0));
-  if (flat.numel() == 0) return data.to(at::kFloat);
+  if (flat.numel() == 0) return {0, 0};
   // Percentiles of a subsample (exact enough for scaling), each by selection: the
   // values sorting the subsample would give, in O(n) (the
   // normalise stage of a 256×256×160 pair, two volumes: 0.2 s → 0.08 s).
@@ -295,11 +295,21 @@ at::Tensor normalize_intensity(const at::Tensor& data, double lower_percent, dou
     std::nth_element(values.begin(), i, values.end());
     return double(*i);
   };
-  const double lo = at_percent(lower_percent), hi = at_percent(upper_percent);
+  return {at_percent(lower_percent), at_percent(upper_percent)};
+}
+
+at::Tensor normalize_window(const at::Tensor& data, double lo, double hi) {
   if (hi <= lo) return at::zeros(data.sizes(), data.options().dtype(at::kFloat));  // constant image
   // One new volume, updated in place.
   at::Tensor out = data.to(at::kFloat, /*non_blocking=*/false, /*copy=*/true);
   return out.sub_(lo).div_(hi - lo).clamp_(0.0, 1.0);
+}
+
+at::Tensor normalize_intensity(const at::Tensor& data, double lower_percent, double upper_percent,
+                               const at::Tensor& mask) {
+  if (data.numel() == 0) return data.to(at::kFloat);
+  const auto [lo, hi] = intensity_percentiles(data, lower_percent, upper_percent, mask);
+  return normalize_window(data, lo, hi);
 }
 
 }  // namespace autoreg::io

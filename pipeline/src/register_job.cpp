@@ -132,6 +132,21 @@ nlohmann::json inverse_summary(const PairInputs& in, const PairResult& r, const 
   return j;
 }
 
+// What the registration was set to do, for the summary: the preset, the stages, the
+// similarity and smoothness, and how the intensities were normalised.
+nlohmann::json settings_summary(const PairOptions& o, const PairResult& r) {
+  const auto intensity = [](const PairResult::Intensity& i) { return nlohmann::json{{"rule", i.rule}, {"lo", i.lo}, {"hi", i.hi}}; };
+  const bool pre = o.stages != Stages::DeformableOnly, deformable = o.stages != Stages::AffineOnly;
+  return {{"preset", o.preset},
+          {"pre_alignment", !pre ? "none" : o.affine.rigid ? "rigid" : "affine"},
+          {"deformable", !deformable ? "none" : o.model ? "model" : "instance optimisation"},
+          {"similarity", o.deformable.similarity},
+          {"regularizer", registration::regularizer_name(o.deformable.regularizer)},
+          {"regularization", o.deformable.regularization},
+          {"iterations", deformable ? nlohmann::json(deformable_levels(o)) : nlohmann::json::array()},
+          {"intensity", {{"fixed", intensity(r.fixed_intensity)}, {"moving", intensity(r.moving_intensity)}}}};
+}
+
 }  // namespace
 
 PairInputs read_pair_inputs(const RegisterJob& p) {
@@ -271,7 +286,8 @@ nlohmann::json register_inputs(RegisterJob p, PairInputs in, StageTimes& times) 
           {"dice", std::isfinite(dice) ? nlohmann::json(dice) : nlohmann::json()},
           {"tre_mm", tre.is_null() ? nlohmann::json() : tre["mean_mm"]},
           {"tre", tre},
-          {"inverse", inverse}};
+          {"inverse", inverse},
+          {"settings", settings_summary(p.options, r)}};
 }
 
 nlohmann::json register_files(const RegisterJob& job, StageTimes& times) {

@@ -25,6 +25,8 @@ PairOptions pair_options(const RegistrationSettings& s) {
   o.stages = !s.deformable ? Stages::AffineOnly : !s.affine ? Stages::DeformableOnly : Stages::AffineAndDeformable;
   o.affine.similarity = o.deformable.similarity = s.similarity;
   o.affine.rigid = s.rigid;
+  o.intensity_window = s.intensity_window;
+  o.preset = s.preset;
   o.deformable.regularizer = registration::parse_regularizer(s.regularizer);
   o.deformable.regularization = s.regularization;
   o.deformable.iterations.assign(s.iterations.begin(), s.iterations.end());
@@ -51,6 +53,23 @@ std::vector<int64_t> deformable_levels(const PairOptions& o) {
   return o.model ? std::vector<int64_t>{0, o.refine} : o.deformable.iterations;
 }
 
+namespace {
+
+// An image's intensities on [0, 1]: the window given; a CT's (kCtWindow) when its low
+// percentile is Hounsfield air; else its percentiles (inside its mask, when given).
+at::Tensor normalised(const at::Tensor& data, const at::Tensor& mask, const PairOptions& o,
+                      const std::array<double, 2>& percent, PairResult::Intensity* how) {
+  if (o.intensity_window) {
+    *how = {"window", (*o.intensity_window)[0], (*o.intensity_window)[1]};
+  } else {
+    const auto [lo, hi] = io::intensity_percentiles(data, percent[0], percent[1], mask);
+    *how = lo <= -500 ? PairResult::Intensity{"ct", kCtWindow[0], kCtWindow[1]} : PairResult::Intensity{"percentiles", lo, hi};
+  }
+  return io::normalize_window(data, how->lo, how->hi);
+}
+
+}  // namespace
+
 PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions& o, StageTimes* times,
                          const PairMasks& masks) {
   const at::Device device = ops::parse_device(o.device);
@@ -61,8 +80,8 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
   const std::array<double, 2> percentiles =
       o.model ? o.model->info.normalization : std::array<double, 2>{0.5, 99.5};
   // Percentiles of what the masks cover, when given.
-  const at::Tensor f = io::normalize_intensity(fixed.data, percentiles[0], percentiles[1], masks.fixed).to(device);
-  const io::Volume m{io::normalize_intensity(moving.data, percentiles[0], percentiles[1], masks.moving), moving.geometry};
+  const at::Tensor f = normalised(fixed.data, masks.fixed, o, percentiles, &r.fixed_intensity).to(device);
+  const io::Volume m{normalised(moving.data, masks.moving, o, percentiles, &r.moving_intensity), moving.geometry};
   fixed.data = moving.data = at::Tensor();  // the caller's copies (if any) stay
   lap("normalise");
   r.affine = at::eye(4, at::kDouble);

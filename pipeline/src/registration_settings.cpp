@@ -2,6 +2,29 @@
 
 namespace autoreg::pipeline {
 
+const std::vector<Preset>& presets() {
+  static const std::vector<Preset> all = {
+      {"brain", "adult brain MRI between subjects: affine, two levels, diffusion (the defaults)"},
+      {"breathing", "the same patient's frames across breathing (liver, lungs): no affine, four levels "
+                    "(70,70,70,20), total variation (sliding organs)"}};
+  return all;
+}
+
+RegistrationSettings preset_settings(const std::string& name) {
+  RegistrationSettings s;
+  s.preset = name;
+  if (name == "brain") return s;
+  if (name == "breathing") {
+    s.affine = false;
+    s.iterations = {70, 70, 70, 20};
+    s.regularizer = "tv";
+    return s;
+  }
+  std::string known;
+  for (const Preset& p : presets()) known += (known.empty() ? "" : ", ") + p.name;
+  throw SettingsError("--preset must be one of " + known + ", got '" + name + "'");
+}
+
 void validate(const RegistrationSettings& s) {
   if (s.similarity != "ncc" && s.similarity != "mse" && s.similarity != "mind") {
     throw SettingsError("--similarity must be ncc, mse or mind, got '" + s.similarity + "'");
@@ -20,6 +43,9 @@ void validate(const RegistrationSettings& s) {
   }
   if (s.iterations.empty() || s.iterations.size() > 6) {
     throw SettingsError("--iterations: 1 to 6 counts, one per pyramid level, got " + std::to_string(s.iterations.size()));
+  }
+  if (s.intensity_window && !((*s.intensity_window)[1] > (*s.intensity_window)[0])) {
+    throw SettingsError("--intensity-window LO,HI needs LO < HI");
   }
   if (s.refine > 0 && s.model.empty()) throw SettingsError("--refine needs --model (refinement iterations need a model to refine)");
 }

@@ -180,6 +180,28 @@ TEST(AutoRegFilter, DefaultsAreThoseOfRegister) {
   EXPECT_TRUE(s.model.empty() && !o.model);
 }
 
+// The presets: brain is the defaults; breathing turns the affine off, fits four levels
+// and lets organs slide; an unknown name is a settings error listing the known ones.
+TEST(RegistrationSettings, PresetsAreNamedSettings) {
+  const pipeline::RegistrationSettings defaults, brain = pipeline::preset_settings("brain");
+  EXPECT_EQ(brain.iterations, defaults.iterations);
+  EXPECT_EQ(brain.affine, defaults.affine);
+  EXPECT_EQ(brain.regularizer, defaults.regularizer);
+  const pipeline::RegistrationSettings breathing = pipeline::preset_settings("breathing");
+  EXPECT_FALSE(breathing.affine);
+  EXPECT_EQ(breathing.iterations, (std::vector<unsigned>{70, 70, 70, 20}));
+  EXPECT_EQ(breathing.regularizer, "tv");
+  EXPECT_EQ(breathing.preset, "breathing");
+  EXPECT_NO_THROW(pipeline::validate(breathing));
+  EXPECT_EQ(pipeline::presets().size(), 2u);
+  try {
+    pipeline::preset_settings("lung");
+    ADD_FAILURE() << "an unknown preset was taken";
+  } catch (const pipeline::SettingsError& e) {
+    EXPECT_NE(std::string(e.what()).find("brain, breathing"), std::string::npos) << e.what();
+  }
+}
+
 // Mean and largest distance |S(T(x)) − x| over fixed voxels inside the scene's
 // ellipsoid, for the transform T the filter found (or the identity).
 template <typename TransformT>

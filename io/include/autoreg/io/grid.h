@@ -4,6 +4,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <array>
 #include <optional>
 #include <string>
 
@@ -70,11 +71,18 @@ Geometry with_orientation(const Geometry& grid, const std::string& code);
 // total |cosine|. Inverse of with_orientation on grids that are not oblique.
 std::string orientation_code(const Geometry& grid);
 
+// The `lower` and `upper` percentiles of the voxel values (of the voxels inside `mask`,
+// when given: the data's shape, non-zero inside), from a subsample of at most a million.
+std::array<double, 2> intensity_percentiles(const at::Tensor& data, double lower_percent, double upper_percent,
+                                            const at::Tensor& mask = {});
+
 // Robust intensity normalisation: the `lower` and `upper` percentiles of the voxel
 // values map to 0 and 1, and values beyond are clipped. Defaults ignore outliers
 // (bright vessels, dark background noise) without a mask. With a `mask` (the data's
 // shape, non-zero inside), the percentiles are those of the voxels inside it.
 at::Tensor normalize_intensity(const at::Tensor& data, double lower_percent = 0.5,
                                double upper_percent = 99.5, const at::Tensor& mask = {});
+// The values lo..hi mapped to 0..1, clipped beyond (a constant 0 when hi <= lo).
+at::Tensor normalize_window(const at::Tensor& data, double lo, double hi);
 
 }  // namespace autoreg::io

@@ -10,7 +10,9 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <array>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,6 +50,9 @@ struct PairOptions {
   // velocities integrated backwards (exp(−v), the exact inverse of the model, up to
   // the integration's error), then the affine inverted.
   bool inverse = false;
+  // The intensity window (RegistrationSettings::intensity_window); unset: automatic.
+  std::optional<std::array<double, 2>> intensity_window;
+  std::string preset = "brain";  // the settings' preset, for the summary
 };
 
 // The options that `settings` ask for (validated: SettingsError), with the model (its
@@ -74,6 +79,12 @@ struct PairResult {
   at::Tensor inverse;       // with PairOptions::inverse: 1×3×… float32 on the moving grid, in
                             // its voxels, the map back (io::inverse_map): a moving point y
                             // goes to the fixed point that `displacement` sends to y
+  // How each image's intensities were normalised: {"percentiles"|"ct"|"window", lo, hi}.
+  struct Intensity {
+    std::string rule;
+    double lo = 0, hi = 0;
+  };
+  Intensity fixed_intensity, moving_intensity;
 };
 
 // The process's peak resident memory so far, MiB.

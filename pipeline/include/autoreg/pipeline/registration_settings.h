@@ -7,7 +7,10 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
+
 #include <vector>
 
 #include "autoreg/base/errors.h"
@@ -20,6 +23,7 @@ namespace autoreg::pipeline {
 using SettingsError = base::UsageError;
 
 struct RegistrationSettings {
+  std::string preset = "brain";    // --preset: the named settings these start from (presets())
   std::string model;               // --model: an .autoreg file, "default" (the shipped model), or "" (instance optimisation)
   std::string device = "cpu";      // --device: cpu or cuda
   bool affine = true;              // false: the images are aligned already (--no-affine)
@@ -39,7 +43,27 @@ struct RegistrationSettings {
   std::array<unsigned, 2> affine_iterations{150, 100};  // --affine-iterations: the affine's Adam steps at 4 mm and 2 mm
   unsigned refine = 0;             // --refine: with a model, instance optimisation steps refining its field
   uint64_t seed = 0;               // --seed
+  // --intensity-window LO,HI: the intensities mapped to 0 and 1 (clipped beyond); unset,
+  // automatic: a CT (Hounsfield units: the 0.5th percentile at or below -500) gets
+  // kCtWindow, anything else its 0.5th and 99.5th percentiles (a model's own percentiles)
+  std::optional<std::array<double, 2>> intensity_window;
 };
+
+// The CT window of the automatic normalisation, HU: air at 0, dense bone at 1, soft tissue
+// near the middle (uniGradICON's clamp).
+inline constexpr std::array<double, 2> kCtWindow{-1000, 1000};
+
+// The named settings `--preset` chooses, each with what it is for:
+//   brain      the defaults: adult brain MRI between subjects (affine, two levels, diffusion)
+//   breathing  the same patient's frames across breathing (liver, lungs, kidneys): no
+//              affine (the body wall does not move), four levels (motion of centimetres),
+//              total variation (organs slide along the body wall)
+struct Preset {
+  std::string name, purpose;
+};
+const std::vector<Preset>& presets();
+// The settings of the preset `name` (SettingsError naming the known ones otherwise).
+RegistrationSettings preset_settings(const std::string& name);
 
 // Throws SettingsError for settings that contradict each other or are out of range.
 void validate(const RegistrationSettings& settings);
