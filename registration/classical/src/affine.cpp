@@ -11,6 +11,7 @@
 #include <limits>
 
 #include "affine_kernel.h"
+#include "mutual_information.h"
 #include "autoreg/registration/similarity.h"
 
 namespace autoreg::registration {
@@ -85,7 +86,8 @@ at::Tensor to_matrix(const at::Tensor& m, const at::Tensor& t, const at::Tensor&
 
 // Mutual information of two intensity samples in [0, 1] (n each) over the points where
 // `inside` is 1, from a joint histogram of 32 bins with Gaussian soft binning
-// (differentiable in the moving intensities, as Mattes' Parzen-window estimate).
+// (differentiable in the moving intensities, as Mattes' Parzen-window estimate), through
+// autograd: on a GPU. On the CPU detail::mutual_information computes the same by hand.
 at::Tensor mutual_information(const at::Tensor& fixed, const at::Tensor& moving, const at::Tensor& inside) {
   const int64_t bins = 32;
   const at::Tensor centres = (at::arange(bins, fixed.options()) + 0.5) / double(bins);
@@ -147,6 +149,7 @@ class AffineFit {
         d.points = d.points.index_select(0, keep).contiguous();
         d.fixed = d.fixed.index_select(1, keep).contiguous();
       }
+      if (o.similarity == "mind" && f.device().is_cpu()) d.fixed_parzen = detail::parzen_weights(d.fixed.squeeze(0));
       d.moving = moving[l].image;         // 1×1×D×H×W
       if (!moving_mask.empty()) d.moving_mask = moving_mask[l].image.to(f.device());
       const at::Tensor to_index = at::inverse(moving[l].index_to_world);
@@ -204,6 +207,11 @@ class AffineFit {
           at::grid_sampler(d.moving, normalised.view({1, 1, 1, -1, 3}), /*bilinear*/ 0, /*zeros*/ 0, true)
               .flatten(2)
               .squeeze(0);  // 1×n
+      if (d.fixed_parzen.defined()) {  // mutual information on the CPU: the fixed side's weights kept
+        if (inside.sum().item<double>() < 1) return moved.sum() * 0 + 1;  // no overlap: the worst loss
+        const at::Tensor wf = index.defined() ? d.fixed_parzen.index_select(0, index) : d.fixed_parzen;
+        return -detail::mutual_information(wf * inside.unsqueeze(1), moved.squeeze(0));
+      }
       const at::Tensor fixed = index.defined() ? d.fixed.index_select(1, index) : d.fixed;
       return sample_loss(o_.similarity, fixed, moved, inside);
     };
@@ -347,6 +355,7 @@ class AffineFit {
     at::Tensor fixed;           // 1×N fixed intensities at those points
     at::Tensor moving;          // 1×1×D×H×W moving image
     at::Tensor moving_mask;     // 1×1×D×H×W, or undefined (no moving mask)
+    at::Tensor fixed_parzen;    // N×32: with "mind" on the CPU, the fixed intensities' Parzen weights
     at::Tensor to_grid;         // 3×3: world → normalised sampling coordinates
     at::Tensor to_grid_offset;  // 3
   };

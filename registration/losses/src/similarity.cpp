@@ -104,7 +104,7 @@ at::Tensor similarity_loss(const std::string& kind, const at::Tensor& fixed,
     // Per-voxel losses, their mean weighted by the mask (ε: an empty mask gives 0, not NaN).
     at::Tensor per_voxel;
     if (kind == "ncc") per_voxel = 1 - local_ncc_map(fixed, warped, window);
-    if (kind == "mse") per_voxel = (fixed - warped).pow(2);
+    if (kind == "mse") per_voxel = (fixed - warped).pow(2).mean(1, /*keepdim=*/true);  // channels averaged, as unweighted
     if (kind == "mind") per_voxel = (mind_ssc(fixed) - mind_ssc(warped)).pow(2).mean(1, /*keepdim=*/true);
     return (per_voxel * weight).sum() / (weight.sum() + 1e-8);
   }
