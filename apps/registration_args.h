@@ -25,6 +25,7 @@ struct RegistrationArgs {
         refine("", "refine", "with --model: Adam steps of instance optimisation (1/2 resolution) refining the network's field (default 0)", false, 0, "K", cmd),
         iterations("", "iterations", "deformable Adam steps per pyramid level, coarse to fine: the last at 1/2 resolution, each before it halving again (default " + pipeline::counts_text(defaults.iterations) + ": 1/4 and 1/2; 1 to 6 levels, more for larger motion, e.g. 70,70,70,20 for breathing; thick slices are not shrunk until the others reach them)", false, pipeline::counts_text(defaults.iterations), "N1,N2,...", cmd),
         affine_iterations("", "affine-iterations", "affine Adam steps at 4 mm and 2 mm (default " + pipeline::counts_text(defaults.affine_iterations) + ")", false, pipeline::counts_text(defaults.affine_iterations), "N1,N2", cmd),
+        full_resolution("", "full-resolution", "the finest level compares the images at full resolution (the field stays on the half-resolution grid): finer detail at about twice the time; on in --preset breathing", cmd, false),
         no_affine("", "no-affine", "skip the affine pre-alignment (already aligned inputs)", cmd, false),
         rigid("", "rigid", "a rigid pre-alignment (rotation and translation, 6 degrees of freedom) instead of the affine (12): the same patient's scans, where scale and shear would follow an organ that moves inside the body", cmd, false),
         similarity("", "similarity", "ncc (default), mse, or mind (MIND-SSC, for different modalities)", false, defaults.similarity, &similarity_allowed, cmd),
@@ -35,7 +36,7 @@ struct RegistrationArgs {
 
   // Options of this group given on the command line (to refuse them where nothing is registered).
   std::vector<const TCLAP::Arg*> all() const {
-    return {&preset, &model, &refine, &iterations, &affine_iterations, &no_affine, &rigid, &similarity,
+    return {&preset, &model, &refine, &iterations, &full_resolution, &affine_iterations, &no_affine, &rigid, &similarity,
             &regularizer, &regularization, &seed, &intensity_window};
   }
 
@@ -52,6 +53,7 @@ struct RegistrationArgs {
     if (regularizer.isSet()) s.regularizer = regularizer.getValue();
     if (regularization.isSet()) s.regularization = regularization.getValue();
     if (iterations.isSet()) s.iterations = parse_counts("--iterations", iterations.getValue(), 1, 6);
+    if (full_resolution.isSet()) s.full_resolution = true;
     if (affine_iterations.isSet()) s.affine_iterations = parse_level_counts("--affine-iterations", affine_iterations.getValue());
     if (refine.getValue() < 0) throw UsageError("--refine must be >= 0");
     s.refine = unsigned(refine.getValue());
@@ -98,6 +100,7 @@ struct RegistrationArgs {
   TCLAP::ValueArg<int> refine;
   TCLAP::ValueArg<std::string> iterations;
   TCLAP::ValueArg<std::string> affine_iterations;
+  TCLAP::SwitchArg full_resolution;
   TCLAP::SwitchArg no_affine;
   TCLAP::SwitchArg rigid;
   TCLAP::ValueArg<std::string> similarity;

@@ -121,6 +121,12 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   itkSetMacro(Regularization, double);
   itkGetConstMacro(Regularization, double);
 
+  /** The finest level compares the images at full resolution (the field stays on the
+   * half-resolution grid): finer detail at about twice the time. Default: Off. */
+  itkSetMacro(UseFullResolution, bool);
+  itkGetConstMacro(UseFullResolution, bool);
+  itkBooleanMacro(UseFullResolution);
+
   /** Rigid pre-alignment (6 degrees of freedom) instead of affine (12): the same
    * patient's scans. Default: Off. */
   itkSetMacro(UseRigid, bool);
@@ -170,6 +176,7 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   std::string m_Similarity;
   std::string m_Regularizer;
   double m_Regularization;
+  bool m_UseFullResolution;
   bool m_UseRigid;
   bool m_UseAffine;
   bool m_UseDeformable;

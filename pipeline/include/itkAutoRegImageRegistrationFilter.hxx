@@ -30,6 +30,7 @@ AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::A
   m_Similarity = defaults.similarity;
   m_Regularizer = defaults.regularizer;
   m_Regularization = defaults.regularization;
+  m_UseFullResolution = defaults.full_resolution;
   m_UseRigid = defaults.rigid;
   m_UseAffine = defaults.affine;
   m_UseDeformable = defaults.deformable;
@@ -78,6 +79,7 @@ void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementFiel
   settings.device = m_Device;
   settings.affine = m_UseAffine;
   settings.rigid = m_UseRigid;
+  settings.full_resolution = m_UseFullResolution;
   settings.deformable = m_UseDeformable;
   settings.similarity = m_Similarity;
   settings.regularizer = m_Regularizer;
@@ -132,6 +134,7 @@ void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementFiel
   os << indent << "Similarity: " << m_Similarity << std::endl;
   os << indent << "Regularizer: " << m_Regularizer << std::endl;
   os << indent << "Regularization: " << m_Regularization << std::endl;
+  os << indent << "UseFullResolution: " << (m_UseFullResolution ? "On" : "Off") << std::endl;
   os << indent << "UseRigid: " << (m_UseRigid ? "On" : "Off") << std::endl;
   os << indent << "UseAffine: " << (m_UseAffine ? "On" : "Off") << std::endl;
   os << indent << "UseDeformable: " << (m_UseDeformable ? "On" : "Off") << std::endl;

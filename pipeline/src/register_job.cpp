@@ -144,6 +144,7 @@ nlohmann::json settings_summary(const PairOptions& o, const PairResult& r) {
           {"regularizer", registration::regularizer_name(o.deformable.regularizer)},
           {"regularization", o.deformable.regularization},
           {"iterations", deformable ? nlohmann::json(deformable_levels(o)) : nlohmann::json::array()},
+          {"full_resolution", o.deformable.full_resolution},
           {"intensity", {{"fixed", intensity(r.fixed_intensity)}, {"moving", intensity(r.moving_intensity)}}}};
 }
 

@@ -30,6 +30,7 @@ PairOptions pair_options(const RegistrationSettings& s) {
   o.deformable.regularizer = registration::parse_regularizer(s.regularizer);
   o.deformable.regularization = s.regularization;
   o.deformable.iterations.assign(s.iterations.begin(), s.iterations.end());
+  o.deformable.full_resolution = s.full_resolution;
   o.affine.iterations = {s.affine_iterations[0], s.affine_iterations[1]};
   o.deformable.seed = s.seed;
   o.device = s.device;

@@ -6,7 +6,7 @@ const std::vector<Preset>& presets() {
   static const std::vector<Preset> all = {
       {"brain", "adult brain MRI between subjects: affine, two levels, diffusion (the defaults)"},
       {"breathing", "the same patient's frames across breathing (liver, lungs): no affine, four levels "
-                    "(70,70,70,20), total variation (sliding organs)"}};
+                    "(70,70,70,20), total variation (sliding organs), the finest level at full resolution"}};
   return all;
 }
 
@@ -18,6 +18,7 @@ RegistrationSettings preset_settings(const std::string& name) {
     s.affine = false;
     s.iterations = {70, 70, 70, 20};
     s.regularizer = "tv";
+    s.full_resolution = true;
     return s;
   }
   std::string known;

@@ -49,6 +49,7 @@ TEST_F(PresetsCli, APresetSetsItsSettingsAndOptionsGivenOverrideThem) {
   EXPECT_EQ(s["pre_alignment"], "none");
   EXPECT_EQ(s["regularizer"], "tv");
   EXPECT_EQ(s["iterations"].size(), 4u);
+  EXPECT_EQ(s["full_resolution"], true);
   s = summary(m + " --preset breathing --regularizer diffusion --rigid");
   EXPECT_EQ(s["regularizer"], "diffusion");
   EXPECT_EQ(s["pre_alignment"], "rigid");

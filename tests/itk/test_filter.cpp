@@ -158,6 +158,7 @@ int exercise_object_methods() {
   ITK_TEST_SET_GET_VALUE(uint64_t{42}, filter->GetSeed());
   ITK_TEST_SET_GET_BOOLEAN(filter, UseAffine, false);
   ITK_TEST_SET_GET_BOOLEAN(filter, UseRigid, false);
+  ITK_TEST_SET_GET_BOOLEAN(filter, UseFullResolution, false);
   ITK_TEST_SET_GET_BOOLEAN(filter, UseDeformable, false);
   return EXIT_SUCCESS;
 }
@@ -192,6 +193,7 @@ TEST(RegistrationSettings, PresetsAreNamedSettings) {
   EXPECT_EQ(breathing.iterations, (std::vector<unsigned>{70, 70, 70, 20}));
   EXPECT_EQ(breathing.regularizer, "tv");
   EXPECT_EQ(breathing.preset, "breathing");
+  EXPECT_TRUE(breathing.full_resolution);
   EXPECT_NO_THROW(pipeline::validate(breathing));
   EXPECT_EQ(pipeline::presets().size(), 2u);
   try {

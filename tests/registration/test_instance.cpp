@@ -92,6 +92,15 @@ TEST(FitDisplacement, AThickSlabKeepsItsSlicesAndAnyNumberOfLevelsFits) {
         inner(fixed - ops::warp(moving, u, ops::Interpolation::Linear, ops::Padding::Border)).pow(2).mean().item<double>();
     EXPECT_LT(after, 0.5 * before) << levels.size() << " levels";
   }
+  // Compared at full resolution on the finest level: the field is still on the
+  // half-resolution grid, and aligns at least as well.
+  o.iterations = {30, 30};
+  o.full_resolution = true;
+  EXPECT_EQ(reg::fit_half_displacement(fixed, moving, o).sizes(), (at::IntArrayRef{1, 3, 6, 14, 14}));
+  const at::Tensor u = reg::fit_displacement(fixed, moving, o);
+  const auto inner = [](const at::Tensor& t) { return t.narrow(3, 6, 28).narrow(4, 6, 28); };
+  EXPECT_LT(inner(fixed - ops::warp(moving, u, ops::Interpolation::Linear, ops::Padding::Border)).pow(2).mean().item<double>(),
+            0.5 * inner(fixed - moving).pow(2).mean().item<double>());
 }
 
 // Two textured blocks sliding past each other (the upper half of H moved +2 voxels along

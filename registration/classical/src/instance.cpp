@@ -104,7 +104,11 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
   for (size_t level = 0; level < levels; ++level) {
     // Leading levels without steps (a refinement) are skipped: the first with steps starts from zero.
     if (!velocity.defined() && o.iterations[level] == 0 && level + 1 < levels) continue;
-    const at::Tensor fl = downsample(f, plan[level]), ml = downsample(m, plan[level]);
+    // With full_resolution the finest level compares the images themselves, through the
+    // half-resolution field upsampled at each step.
+    const bool full = o.full_resolution && level + 1 == levels;
+    const at::Tensor fl = full ? f : downsample(f, plan[level]), ml = full ? m : downsample(m, plan[level]);
+    const std::vector<int64_t> grid = full ? half : fl.sizes().slice(2).vec();
     const int64_t window = level + 1 == levels ? 7 : 5;  // the local NCC's, in the level's voxels
     // MIND: the descriptors of both images computed once a level, the moving ones warped
     // at each step (as deeds and ConvexAdam do) rather than recomputed from the warped
@@ -118,18 +122,19 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
     const at::Tensor moving_mask = o.moving_mask.defined() ? downsample(o.moving_mask.to(f.options()), plan[level]) : at::Tensor();
     {
       c10::AutoGradMode no_grad(false);
-      velocity = velocity.defined() ? resize_field(velocity, fl.sizes().slice(2))
-                                    : at::zeros({1, 3, fl.size(2), fl.size(3), fl.size(4)}, f.options());
+      velocity = velocity.defined() ? resize_field(velocity, grid)
+                                    : at::zeros({1, 3, grid[0], grid[1], grid[2]}, f.options());
     }
     velocity.requires_grad_();
     // The level's voxel size (mm, or unknown): what the smoothness's Jacobian is taken in.
     std::array<double, 3> level_spacing{};
-    for (int d = 0; d < 3; ++d) level_spacing[d] = o.spacing[d] * double(plan[level][d]);
-    const double scale = double(fl.size(2 + a)) / double(half[a]);  // level voxels per half-resolution voxel
+    for (int d = 0; d < 3; ++d) level_spacing[d] = o.spacing[d] * double(full ? plan[levels][d] : plan[level][d]);
+    const double scale = double(grid[size_t(a)]) / double(half[a]);  // level voxels per half-resolution voxel
     torch::optim::Adam adam({velocity}, torch::optim::AdamOptions(o.learning_rate * scale));
     for (int64_t it = 0; it < o.iterations[level]; ++it) {
       adam.zero_grad();
-      const at::Tensor u = ops::integrate(velocity, o.integration_steps);
+      at::Tensor u = ops::integrate(velocity, o.integration_steps);
+      if (full) u = resize_field(u, fl.sizes().slice(2));
       const at::Tensor warped = ops::warp(compared_moving, u, ops::Interpolation::Linear, ops::Padding::Border);
       at::Tensor weight;  // the masks' voxels that count (not optimised: no gradient)
       if (fixed_mask.defined() || moving_mask.defined()) {

@@ -40,6 +40,7 @@ struct RegistrationSettings {
   // the last at 1/2 resolution and each before it halving again (1 to 6 levels; the
   // pyramid planned per axis from the spacing, registration/instance.h)
   std::vector<unsigned> iterations{70, 20};
+  bool full_resolution = false;    // --full-resolution: the finest level compares the full-resolution images
   std::array<unsigned, 2> affine_iterations{150, 100};  // --affine-iterations: the affine's Adam steps at 4 mm and 2 mm
   unsigned refine = 0;             // --refine: with a model, instance optimisation steps refining its field
   uint64_t seed = 0;               // --seed
@@ -57,7 +58,8 @@ inline constexpr std::array<double, 2> kCtWindow{-1000, 1000};
 //   brain      the defaults: adult brain MRI between subjects (affine, two levels, diffusion)
 //   breathing  the same patient's frames across breathing (liver, lungs, kidneys): no
 //              affine (the body wall does not move), four levels (motion of centimetres),
-//              total variation (organs slide along the body wall)
+//              total variation (organs slide along the body wall), the finest level
+//              compared at full resolution (vessels of thin in-plane voxels)
 struct Preset {
   std::string name, purpose;
 };
