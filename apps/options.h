@@ -21,43 +21,42 @@
 
 namespace autoreg::apps {
 
-// "2,4,17" → {2, 4, 17}; anything else is a UsageError naming the option.
-inline std::vector<int64_t> parse_int_list(const std::string& option, const std::string& text) {
-  std::vector<int64_t> out;
+// "a,b,c" split at commas, each item read whole by `read` (as std::stoll or std::stod
+// read: text and the count of characters used); an item it does not read whole, or an
+// empty list, is a UsageError naming the option and saying that the item is not `what`.
+template <typename T, typename Read>
+std::vector<T> parse_list(const std::string& option, const std::string& text, Read read, const std::string& what) {
+  std::vector<T> out;
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, ',')) {
     size_t used = 0;
+    T value{};
     try {
-      out.push_back(std::stoll(item, &used));
+      value = read(item, &used);
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used == 0 || used != item.size()) {
-      throw UsageError(option + ": '" + item + "' is not an integer (expected e.g. 2,4,17)");
-    }
+    if (used == 0 || used != item.size()) throw UsageError(option + ": '" + item + "' is not " + what);
+    out.push_back(value);
   }
   if (out.empty()) throw UsageError(option + ": empty list");
   return out;
 }
 
-// "-1000,1000" → {-1000, 1000}; anything else is a UsageError naming the option.
+// "2,4,17" → {2, 4, 17}; anything else is a UsageError naming the option.
+inline std::vector<int64_t> parse_int_list(const std::string& option, const std::string& text) {
+  return parse_list<int64_t>(option, text, [](const std::string& t, size_t* used) { return int64_t(std::stoll(t, used)); },
+                             "an integer (expected e.g. 2,4,17)");
+}
+
+// "-1000,1000" → {-1000, 1000} (finite numbers); anything else is a UsageError naming the option.
 inline std::vector<double> parse_number_list(const std::string& option, const std::string& text) {
-  std::vector<double> out;
-  std::stringstream ss(text);
-  std::string item;
-  while (std::getline(ss, item, ',')) {
-    size_t used = 0;
-    try {
-      out.push_back(std::stod(item, &used));
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != item.size() || !std::isfinite(out.back())) {
-      throw UsageError(option + ": '" + item + "' is not a number");
-    }
+  const std::vector<double> out =
+      parse_list<double>(option, text, [](const std::string& t, size_t* used) { return std::stod(t, used); }, "a number");
+  for (double v : out) {
+    if (!std::isfinite(v)) throw UsageError(option + ": " + std::to_string(v) + " is not a finite number");
   }
-  if (out.empty()) throw UsageError(option + ": empty list");
   return out;
 }
 
