@@ -48,7 +48,10 @@ struct RegistrationArgs {
     s.device = device;
     if (model.isSet()) s.model = model.getValue();
     if (no_affine.isSet()) s.affine = false;
-    if (rigid.isSet()) s.rigid = s.affine = true;
+    if (rigid.isSet()) {  // turns on the pre-alignment a preset may have turned off, unless --no-affine says so
+      s.rigid = true;
+      s.affine = !no_affine.isSet();
+    }
     if (similarity.isSet()) s.similarity = similarity.getValue();
     if (regularizer.isSet()) s.regularizer = regularizer.getValue();
     if (regularization.isSet()) s.regularization = regularization.getValue();
@@ -63,7 +66,6 @@ struct RegistrationArgs {
       if (w.size() != 2 || !(w[1] > w[0])) throw UsageError("--intensity-window: two values LO,HI with LO < HI, e.g. -1000,1000");
       s.intensity_window = std::array<double, 2>{w[0], w[1]};
     }
-    if (no_affine.isSet() && rigid.isSet()) throw UsageError("--rigid and --no-affine exclude each other (--rigid sets the affine stage)");
     if (iterations.isSet() && !s.model.empty()) {
       throw UsageError("--iterations sets instance optimisation, which --model replaces (use --refine K)");
     }

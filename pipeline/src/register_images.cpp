@@ -49,9 +49,7 @@ at::Tensor mask_from_itk(const FloatImage3* mask, const io::Geometry& image_grid
   if (!mask) return {};
   const io::Volume v = io::volume_from_itk(mask, name);
   if (!io::same_grid(v.geometry, image_grid)) throw std::invalid_argument(name + ": not on the grid of its image");
-  const at::Tensor inside = v.data.ne(0).to(at::kFloat);
-  if (inside.sum().item<double>() == 0) throw std::invalid_argument(name + ": has no voxel inside (all zero)");
-  return inside;
+  return binary_mask(v.data, name);
 }
 
 }  // namespace

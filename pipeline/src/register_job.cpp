@@ -155,12 +155,8 @@ PairInputs read_pair_inputs(const RegisterJob& p) {
   in.fixed = io::read_volume(p.fixed);
   in.moving = io::read_volume(p.moving);
   if (!p.moving_labels.empty()) in.moving_labels = labels_on_grid(p, p.moving_labels, p.moving, in.moving.geometry);
-  // A mask: 1 where its file is non-zero; one with nothing inside is bad input.
   const auto mask = [&](const std::string& file, const std::string& image, const io::Geometry& grid) {
-    if (file.empty()) return at::Tensor();
-    const at::Tensor inside = labels_on_grid(p, file, image, grid).data.ne(0).to(at::kFloat);
-    if (inside.sum().item<double>() == 0) throw io::IoError(file + ": the mask has no voxel inside (all zero)");
-    return inside;
+    return file.empty() ? at::Tensor() : binary_mask(labels_on_grid(p, file, image, grid).data, file);
   };
   in.masks = {mask(p.fixed_mask, p.fixed, in.fixed.geometry), mask(p.moving_mask, p.moving, in.moving.geometry)};
   if (!p.fixed_labels.empty()) {

@@ -54,6 +54,12 @@ std::vector<int64_t> deformable_levels(const PairOptions& o) {
   return o.model ? std::vector<int64_t>{0, o.refine} : o.deformable.iterations;
 }
 
+at::Tensor binary_mask(const at::Tensor& data, const std::string& name) {
+  const at::Tensor inside = data.ne(0).to(at::kFloat);
+  if (inside.sum().item<double>() == 0) throw io::IoError(name + ": the mask has no voxel inside (all zero)");
+  return inside;
+}
+
 namespace {
 
 // An image's intensities on [0, 1]: the window given; a CT's (kCtWindow) when its low

@@ -81,6 +81,13 @@ TEST_F(MasksCli, BadMasksAreRefusedBeforeAnyWork) {
   EXPECT_EQ(run(pair + " --rigid --no-affine").code, 1);
 }
 
+// The masks follow the finest level when it compares the full-resolution images (they
+// were pooled to the half-resolution grid there, a shape error).
+TEST_F(MasksCli, MasksWorkWithTheFullResolutionLevel) {
+  const Result r = register_with_mask("f.nii.gz", "d_full.nii.gz", " --full-resolution --moving-mask " + path("mask.nii.gz"));
+  EXPECT_EQ(r.code, 0) << r.output;
+}
+
 TEST_F(MasksCli, RigidPreAlignmentIsARotation) {
   const Result r = run("register --affine-only --rigid --fixed " + path("f.nii.gz") + " --moving " + path("m.nii.gz") +
                        " --out-warped " + path("w.nii.gz") + " --out-field " + path("d.nii.gz") + " --out-affine " + path("a.tfm"));

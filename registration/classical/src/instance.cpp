@@ -107,7 +107,9 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
     // With full_resolution the finest level compares the images themselves, through the
     // half-resolution field upsampled at each step.
     const bool full = o.full_resolution && level + 1 == levels;
-    const at::Tensor fl = full ? f : downsample(f, plan[level]), ml = full ? m : downsample(m, plan[level]);
+    // What the level compares: the images (and masks) pooled to its grid, or themselves.
+    const auto at_level = [&](const at::Tensor& t) { return full ? t : downsample(t, plan[level]); };
+    const at::Tensor fl = at_level(f), ml = at_level(m);
     const std::vector<int64_t> grid = full ? half : fl.sizes().slice(2).vec();
     const int64_t window = level + 1 == levels ? 7 : 5;  // the local NCC's, in the level's voxels
     // MIND: the descriptors of both images computed once a level, the moving ones warped
@@ -118,8 +120,8 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
     const bool descriptors = o.similarity == "mind";
     const at::Tensor compared_fixed = descriptors ? mind_ssc(fl) : fl;
     const at::Tensor compared_moving = descriptors ? mind_ssc(ml) : ml;
-    const at::Tensor fixed_mask = o.fixed_mask.defined() ? downsample(o.fixed_mask.to(f.options()), plan[level]) : at::Tensor();
-    const at::Tensor moving_mask = o.moving_mask.defined() ? downsample(o.moving_mask.to(f.options()), plan[level]) : at::Tensor();
+    const at::Tensor fixed_mask = o.fixed_mask.defined() ? at_level(o.fixed_mask.to(f.options())) : at::Tensor();
+    const at::Tensor moving_mask = o.moving_mask.defined() ? at_level(o.moving_mask.to(f.options())) : at::Tensor();
     {
       c10::AutoGradMode no_grad(false);
       velocity = velocity.defined() ? resize_field(velocity, grid)

@@ -27,7 +27,8 @@ void parzen(const float* v, int64_t n, float* w, float* mean_slope) {
       double sum = 0;
       for (int64_t b = 0; b < kBins; ++b) {
         // Cut at 8σ (e^-32): beyond it the weights would be float denormals, which made
-        // the histogram's matrix products 20 times slower.
+        // the histogram's matrix products slow (a step of the T1/T2 pair's affine: 19 ms
+        // with them, 5.5 ms without).
         const double d = (x - (double(b) + 0.5) / double(kBins)) / kSigma;
         sum += g[size_t(b)] = std::abs(d) <= kCut ? std::exp(-0.5 * d * d) : 0.0;
       }

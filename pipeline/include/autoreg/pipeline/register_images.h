@@ -30,7 +30,8 @@ using PhysicalField3 = itk::Image<itk::Vector<double, 3>, 3>;
 // registration and propagates. `fixed_mask` and `moving_mask` (optional; non-zero
 // inside, each on its image's grid) restrict the similarity to the voxels they cover
 // (register_pair.h's PairMasks). Throws SettingsError (base::UsageError) for inconsistent
-// settings, std::invalid_argument for a mask off its image's grid or empty,
+// settings, std::invalid_argument for a mask off its image's grid, io::IoError for an
+// empty one,
 // std::runtime_error (with the file's name) for an unreadable model.
 PhysicalField3::Pointer register_images(const FloatImage3* fixed, const FloatImage3* moving,
                                         const ImageRegistrationSettings& settings = {},

@@ -120,6 +120,10 @@ struct PairMasks {
   at::Tensor fixed, moving;
 };
 
+// A mask as PairMasks holds it: 1 where `data` is non-zero, float32. io::IoError naming
+// `name` when nothing is inside.
+at::Tensor binary_mask(const at::Tensor& data, const std::string& name);
+
 // Registers `moving` to `fixed` (any grids, any orientation). Volumes: float32
 // intensities, as read by io::read_volume; taken by value, so that a caller who moves
 // them in lets their voxels go once they are normalised (memory). Records its stages in
