@@ -23,7 +23,7 @@ struct RegistrationArgs {
       : preset("", "preset", preset_help(), false, defaults.preset, &preset_allowed, cmd),
         model("", "model", "a trained model (.autoreg, from autoreg train), or 'default' for the model shipped with autoreg; without it, instance optimisation", false, "", "FILE", cmd),
         refine("", "refine", "with --model: Adam steps of instance optimisation (1/2 resolution) refining the network's field (default 0)", false, 0, "K", cmd),
-        iterations("", "iterations", "deformable Adam steps per pyramid level, coarse to fine: the last at 1/2 resolution, each before it halving again (default " + pipeline::counts_text(defaults.iterations) + ": 1/4 and 1/2; 1 to 6 levels, more for larger motion, e.g. 70,70,70,20 for breathing; thick slices are not shrunk until the others reach them)", false, pipeline::counts_text(defaults.iterations), "N1,N2,...", cmd),
+        iterations("", "iterations", "deformable Adam steps per pyramid level, coarse to fine: the last at 1/2 resolution, each before it halving again (default " + pipeline::counts_text(defaults.iterations) + ": 1/4 and 1/2; 1 to 6 levels, more for larger motion, e.g. 140,140,140,40 for breathing; thick slices are not shrunk until the others reach them)", false, pipeline::counts_text(defaults.iterations), "N1,N2,...", cmd),
         affine_iterations("", "affine-iterations", "affine Adam steps at 4 mm and 2 mm (default " + pipeline::counts_text(defaults.affine_iterations) + ")", false, pipeline::counts_text(defaults.affine_iterations), "N1,N2", cmd),
         full_resolution("", "full-resolution", "the finest level compares the images at full resolution (the field stays on the half-resolution grid): finer detail at about twice the time; on in --preset breathing", cmd, false),
         no_affine("", "no-affine", "skip the affine pre-alignment (already aligned inputs)", cmd, false),
@@ -31,13 +31,14 @@ struct RegistrationArgs {
         similarity("", "similarity", "ncc (default), mse, or mind (MIND-SSC, for different modalities)", false, defaults.similarity, &similarity_allowed, cmd),
         regularizer("", "regularizer", "instance optimisation's smoothness: diffusion (default; smooth everywhere, brains) or tv (total variation: lets organs slide, e.g. the liver along the body wall)", false, defaults.regularizer, &regularizer_allowed, cmd),
         regularization("", "regularization", "weight λ of the smoothness term (default " + number_text(defaults.regularization) + ")", false, defaults.regularization, "λ", cmd),
+        learning_rate("", "learning-rate", "instance optimisation's Adam step in half-resolution voxels of the finest axis, the same length in mm at every level (default " + number_text(defaults.learning_rate) + "; 0.3 in --preset breathing)", false, defaults.learning_rate, "STEP", cmd),
         seed("", "seed", "random seed (default 0)", false, 0, "S", cmd),
         intensity_window("", "intensity-window", "the intensities mapped to 0 and 1, clipped beyond, for both images (e.g. -1000,1000 for CT in HU); default automatic: a CT (its 0.5th percentile at or below -500 HU) gets -1000,1000, anything else its 0.5th and 99.5th percentiles", false, "", "LO,HI", cmd) {}
 
   // Options of this group given on the command line (to refuse them where nothing is registered).
   std::vector<const TCLAP::Arg*> all() const {
     return {&preset, &model, &refine, &iterations, &full_resolution, &affine_iterations, &no_affine, &rigid, &similarity,
-            &regularizer, &regularization, &seed, &intensity_window};
+            &regularizer, &regularization, &learning_rate, &seed, &intensity_window};
   }
 
   // The settings the options give: the preset's, with the options given on the command
@@ -55,6 +56,7 @@ struct RegistrationArgs {
     if (similarity.isSet()) s.similarity = similarity.getValue();
     if (regularizer.isSet()) s.regularizer = regularizer.getValue();
     if (regularization.isSet()) s.regularization = regularization.getValue();
+    if (learning_rate.isSet()) s.learning_rate = learning_rate.getValue();
     if (iterations.isSet()) s.iterations = parse_counts("--iterations", iterations.getValue(), 1, 6);
     if (full_resolution.isSet()) s.full_resolution = true;
     if (affine_iterations.isSet()) s.affine_iterations = parse_level_counts("--affine-iterations", affine_iterations.getValue());
@@ -108,6 +110,7 @@ struct RegistrationArgs {
   TCLAP::ValueArg<std::string> similarity;
   TCLAP::ValueArg<std::string> regularizer;
   TCLAP::ValueArg<double> regularization;
+  TCLAP::ValueArg<double> learning_rate;
   TCLAP::ValueArg<uint64_t> seed;
   TCLAP::ValueArg<std::string> intensity_window;
 };

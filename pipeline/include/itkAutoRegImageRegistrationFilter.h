@@ -121,6 +121,11 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   itkSetMacro(Regularization, double);
   itkGetConstMacro(Regularization, double);
 
+  /** Instance optimisation's Adam step, in half-resolution voxels of the finest axis.
+   * Default: 0.15 (0.3 for breathing motion, as `--preset breathing`). */
+  itkSetMacro(LearningRate, double);
+  itkGetConstMacro(LearningRate, double);
+
   /** The finest level compares the images at full resolution (the field stays on the
    * half-resolution grid): finer detail at about twice the time. Default: Off. */
   itkSetMacro(UseFullResolution, bool);
@@ -176,6 +181,7 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   std::string m_Similarity;
   std::string m_Regularizer;
   double m_Regularization;
+  double m_LearningRate;
   bool m_UseFullResolution;
   bool m_UseRigid;
   bool m_UseAffine;

@@ -30,6 +30,7 @@ AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::A
   m_Similarity = defaults.similarity;
   m_Regularizer = defaults.regularizer;
   m_Regularization = defaults.regularization;
+  m_LearningRate = defaults.learning_rate;
   m_UseFullResolution = defaults.full_resolution;
   m_UseRigid = defaults.rigid;
   m_UseAffine = defaults.affine;
@@ -84,6 +85,7 @@ void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementFiel
   settings.similarity = m_Similarity;
   settings.regularizer = m_Regularizer;
   settings.regularization = m_Regularization;
+  settings.learning_rate = m_LearningRate;
   for (unsigned int level = 0; level < 2; ++level) {
     settings.iterations[level] = m_NumberOfIterations[level];
     settings.affine_iterations[level] = m_AffineNumberOfIterations[level];
@@ -134,6 +136,7 @@ void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementFiel
   os << indent << "Similarity: " << m_Similarity << std::endl;
   os << indent << "Regularizer: " << m_Regularizer << std::endl;
   os << indent << "Regularization: " << m_Regularization << std::endl;
+  os << indent << "LearningRate: " << m_LearningRate << std::endl;
   os << indent << "UseFullResolution: " << (m_UseFullResolution ? "On" : "Off") << std::endl;
   os << indent << "UseRigid: " << (m_UseRigid ? "On" : "Off") << std::endl;
   os << indent << "UseAffine: " << (m_UseAffine ? "On" : "Off") << std::endl;

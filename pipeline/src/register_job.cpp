@@ -45,8 +45,23 @@ io::Volume labels_on_grid(const RegisterJob& p, const std::string& file, const s
 
 // A warning when the two volumes' physical extents differ by more than 2× along an
 // axis (sorted, so that orientation does not matter): a wrong header spacing, or not
-// the same anatomy.
+// the same anatomy. And one when they have the same voxel grid but not the same spacing:
+// the frames of one acquisition whose headers disagree (the liver set's dataset18
+// cyc_1_10 says 5 mm slices where its master and its landmarks say 4 mm; registered as
+// it is, the frame is a stretched copy of itself).
 void warn_on_extents(const RegisterJob& p, const io::Geometry& f, const io::Geometry& m) {
+  if (f.size == m.size) {
+    for (int a = 0; a < 3; ++a) {
+      if (std::abs(f.spacing[a] - m.spacing[a]) > 0.01 * std::max(f.spacing[a], m.spacing[a])) {
+        std::fprintf(stderr,
+                     "warning: %s and %s have the same grid (%lld×%lld×%lld voxels) but different spacing "
+                     "(%g×%g×%g and %g×%g×%g mm); if they come from one acquisition, one header is wrong\n",
+                     p.fixed.c_str(), p.moving.c_str(), (long long)f.size[0], (long long)f.size[1], (long long)f.size[2],
+                     f.spacing[0], f.spacing[1], f.spacing[2], m.spacing[0], m.spacing[1], m.spacing[2]);
+        break;
+      }
+    }
+  }
   std::array<double, 3> ef{}, em{};
   for (int a = 0; a < 3; ++a) {
     ef[a] = double(f.size[a]) * f.spacing[a];
@@ -143,6 +158,7 @@ nlohmann::json settings_summary(const PairOptions& o, const PairResult& r) {
           {"similarity", o.deformable.similarity},
           {"regularizer", registration::regularizer_name(o.deformable.regularizer)},
           {"regularization", o.deformable.regularization},
+          {"learning_rate", o.deformable.learning_rate},
           {"iterations", deformable ? nlohmann::json(deformable_levels(o)) : nlohmann::json::array()},
           {"full_resolution", o.deformable.full_resolution},
           {"intensity", {{"fixed", intensity(r.fixed_intensity)}, {"moving", intensity(r.moving_intensity)}}}};

@@ -29,6 +29,7 @@ PairOptions pair_options(const RegistrationSettings& s) {
   o.preset = s.preset;
   o.deformable.regularizer = registration::parse_regularizer(s.regularizer);
   o.deformable.regularization = s.regularization;
+  o.deformable.learning_rate = s.learning_rate;
   o.deformable.iterations.assign(s.iterations.begin(), s.iterations.end());
   o.deformable.full_resolution = s.full_resolution;
   o.affine.iterations = {s.affine_iterations[0], s.affine_iterations[1]};

@@ -45,19 +45,26 @@ TEST_F(PresetsCli, APresetSetsItsSettingsAndOptionsGivenOverrideThem) {
   EXPECT_EQ(s["preset"], "brain");
   EXPECT_EQ(s["pre_alignment"], "affine");
   EXPECT_EQ(s["regularizer"], "diffusion");
-  s = summary(m + " --preset breathing", "");  // its own 70,70,70,20 on a 16³ volume: quick enough
+  s = summary(m + " --preset breathing", "");  // its own 140,140,140,40 on a 16³ volume: quick enough
   EXPECT_EQ(s["preset"], "breathing");
   EXPECT_EQ(s["pre_alignment"], "none");
   EXPECT_EQ(s["regularizer"], "tv");
   EXPECT_EQ(s["iterations"].size(), 4u);
   EXPECT_EQ(s["full_resolution"], true);
-  s = summary(m + " --preset breathing --regularizer diffusion --rigid");
+  EXPECT_EQ(s["regularization"], 0.7);
+  EXPECT_EQ(s["learning_rate"], 0.3);
+  s = summary(m + " --preset breathing --regularizer diffusion --rigid --learning-rate 0.2");
   EXPECT_EQ(s["regularizer"], "diffusion");
+  EXPECT_EQ(s["learning_rate"], 0.2);
   EXPECT_EQ(s["pre_alignment"], "rigid");
   const Result unknown = run("register --preset lung --fixed " + path("f.nii.gz") + " " + m + " --out-warped " +
                              path("w2.nii.gz") + " --out-field " + path("d2.nii.gz"));
   EXPECT_EQ(unknown.code, 1) << unknown.output;
   EXPECT_NE(unknown.output.find("breathing"), std::string::npos) << unknown.output;  // the choices are listed
+  const Result step = run("register --learning-rate 0 --fixed " + path("f.nii.gz") + " " + m + " --out-warped " +
+                          path("w2.nii.gz") + " --out-field " + path("d2.nii.gz"));
+  EXPECT_EQ(step.code, 1) << step.output;
+  EXPECT_NE(step.output.find("--learning-rate must be a positive number"), std::string::npos) << step.output;
 }
 
 TEST_F(PresetsCli, ACtGetsItsHounsfieldWindowUnlessAWindowIsGiven) {

@@ -197,6 +197,23 @@ TEST_F(RegisterAffine, WildlyDifferentExtentsWarn) {
   EXPECT_NE(r.output.find("very different physical extents"), std::string::npos) << r.output;
 }
 
+// Frames of one acquisition whose headers disagree (the liver set's dataset18 cyc_1_10:
+// 25 slices of 5 mm where its master has 25 of 4): a warning naming both spacings; none
+// for the fixture's pair, whose grids differ.
+TEST_F(RegisterAffine, SameGridOtherSpacingWarns) {
+  const std::string out = " --affine-only --affine-iterations 5,0 --out-warped " + path("w.nii.gz") + " --out-field " + path("d.nii.gz");
+  io::Geometry stretched = fixed_grid_;
+  stretched.spacing[2] = 2.5;
+  io::write_volume(path("s.nii.gz"), {io::read_volume(path("f.nii.gz")).data, stretched});
+  Result r = run("register --fixed " + path("f.nii.gz") + " --moving " + path("s.nii.gz") + out);
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("the same grid (40×44×36 voxels) but different spacing (2×2×2 and 2×2×2.5 mm)"),
+            std::string::npos) << r.output;
+  r = run("register --fixed " + path("f.nii.gz") + " --moving " + path("m.nii.gz") + out);
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_EQ(r.output.find("one header is wrong"), std::string::npos) << r.output;
+}
+
 TEST_F(RegisterAffine, BadInputsAndOutputsFailBeforeAnyWork) {
   const std::string in = " --fixed " + path("f.nii.gz") + " --moving " + path("m.nii.gz");
   // An output folder that does not exist: exit 2 naming it, and no output at all.

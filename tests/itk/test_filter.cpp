@@ -190,10 +190,12 @@ TEST(RegistrationSettings, PresetsAreNamedSettings) {
   EXPECT_EQ(brain.regularizer, defaults.regularizer);
   const pipeline::RegistrationSettings breathing = pipeline::preset_settings("breathing");
   EXPECT_FALSE(breathing.affine);
-  EXPECT_EQ(breathing.iterations, (std::vector<unsigned>{70, 70, 70, 20}));
+  EXPECT_EQ(breathing.iterations, (std::vector<unsigned>{140, 140, 140, 40}));
   EXPECT_EQ(breathing.regularizer, "tv");
   EXPECT_EQ(breathing.preset, "breathing");
   EXPECT_TRUE(breathing.full_resolution);
+  EXPECT_EQ(breathing.regularization, 0.7);
+  EXPECT_EQ(breathing.learning_rate, 0.3);
   EXPECT_NO_THROW(pipeline::validate(breathing));
   EXPECT_EQ(pipeline::presets().size(), 2u);
   try {
