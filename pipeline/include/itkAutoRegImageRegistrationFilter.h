@@ -11,6 +11,9 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <vector>
+
+#include "autoreg/pipeline/registration_settings.h"
 
 namespace itk {
 
@@ -57,6 +60,8 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   using FieldValueType = typename VectorType::ValueType;
   using TransformType = DisplacementFieldTransform<FieldValueType, 3>;
   using IterationsType = FixedArray<unsigned int, 2>;
+  /** Instance optimisation's steps per pyramid level, coarse to fine (1 to 6 levels). */
+  using LevelIterationsType = std::vector<unsigned int>;
 
   static_assert(TFixedImage::ImageDimension == 3 && TMovingImage::ImageDimension == 3,
                 "autoreg registers 3-D images");
@@ -93,10 +98,19 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   itkSetMacro(Device, std::string);
   itkGetConstReferenceMacro(Device, std::string);
 
-  /** Instance optimisation steps at 1/4 and at 1/2 resolution (without a model).
+  /** Named settings for an anatomy and motion, as `autoreg register --preset`: "brain"
+   * (the defaults) or "breathing" (the same patient's frames across breathing). Sets every
+   * setting the preset names (the levels, the pre-alignment, the regulariser, its weight,
+   * the step, full resolution); setters called after it override them. An unknown name
+   * throws itk::ExceptionObject listing the known ones. Default: "brain". */
+  void SetPreset(const std::string& name);
+  itkGetConstReferenceMacro(Preset, std::string);
+
+  /** Instance optimisation steps per pyramid level, coarse to fine, the last at 1/2
+   * resolution and each before it halving again (without a model; 1 to 6 levels).
    * Default: [70, 20]. */
-  itkSetMacro(NumberOfIterations, IterationsType);
-  itkGetConstReferenceMacro(NumberOfIterations, IterationsType);
+  itkSetMacro(NumberOfIterations, LevelIterationsType);
+  itkGetConstReferenceMacro(NumberOfIterations, LevelIterationsType);
 
   /** Affine pre-alignment steps at 4 mm and at 2 mm. Default: [150, 100]. */
   itkSetMacro(AffineNumberOfIterations, IterationsType);
@@ -173,9 +187,11 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
 
  private:
   // Defaults: those of `autoreg register` (ImageRegistrationSettings), set by the constructor.
+  void UseSettings(const autoreg::pipeline::RegistrationSettings& settings);
   std::string m_ModelFileName;
   std::string m_Device;
-  IterationsType m_NumberOfIterations;
+  std::string m_Preset;
+  LevelIterationsType m_NumberOfIterations;
   IterationsType m_AffineNumberOfIterations;
   unsigned int m_NumberOfRefinementIterations;
   std::string m_Similarity;

@@ -19,23 +19,44 @@ AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::A
   this->AddRequiredInputName("MovingImage", 1);
   this->AddOptionalInputName("FixedImageMask", 2);
   this->AddOptionalInputName("MovingImageMask", 3);
-  const autoreg::pipeline::ImageRegistrationSettings defaults;
-  m_ModelFileName = defaults.model;
-  m_Device = defaults.device;
-  for (unsigned int level = 0; level < 2; ++level) {
-    m_NumberOfIterations[level] = defaults.iterations[level];
-    m_AffineNumberOfIterations[level] = defaults.affine_iterations[level];
+  UseSettings(autoreg::pipeline::ImageRegistrationSettings{});
+}
+
+template <typename TFixedImage, typename TMovingImage, typename TDisplacementField>
+void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::UseSettings(
+    const autoreg::pipeline::RegistrationSettings& s) {
+  m_Preset = s.preset;
+  m_ModelFileName = s.model;
+  m_Device = s.device;
+  m_NumberOfIterations = s.iterations;
+  for (unsigned int level = 0; level < 2; ++level) m_AffineNumberOfIterations[level] = s.affine_iterations[level];
+  m_NumberOfRefinementIterations = s.refine;
+  m_Similarity = s.similarity;
+  m_Regularizer = s.regularizer;
+  m_Regularization = s.regularization;
+  m_LearningRate = s.learning_rate;
+  m_UseFullResolution = s.full_resolution;
+  m_UseRigid = s.rigid;
+  m_UseAffine = s.affine;
+  m_UseDeformable = s.deformable;
+  m_Seed = s.seed;
+}
+
+template <typename TFixedImage, typename TMovingImage, typename TDisplacementField>
+void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::SetPreset(const std::string& name) {
+  autoreg::pipeline::ImageRegistrationSettings s;
+  try {
+    s = autoreg::pipeline::preset_settings(name);
+  } catch (const std::exception& e) {
+    itkExceptionMacro(<< e.what());
   }
-  m_NumberOfRefinementIterations = defaults.refine;
-  m_Similarity = defaults.similarity;
-  m_Regularizer = defaults.regularizer;
-  m_Regularization = defaults.regularization;
-  m_LearningRate = defaults.learning_rate;
-  m_UseFullResolution = defaults.full_resolution;
-  m_UseRigid = defaults.rigid;
-  m_UseAffine = defaults.affine;
-  m_UseDeformable = defaults.deformable;
-  m_Seed = defaults.seed;
+  // What a preset does not name (the model, the device, the seed, the refinement) stays.
+  s.model = m_ModelFileName;
+  s.device = m_Device;
+  s.seed = m_Seed;
+  s.refine = m_NumberOfRefinementIterations;
+  UseSettings(s);
+  this->Modified();
 }
 
 template <typename TFixedImage, typename TMovingImage, typename TDisplacementField>
@@ -86,10 +107,9 @@ void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementFiel
   settings.regularizer = m_Regularizer;
   settings.regularization = m_Regularization;
   settings.learning_rate = m_LearningRate;
-  for (unsigned int level = 0; level < 2; ++level) {
-    settings.iterations[level] = m_NumberOfIterations[level];
-    settings.affine_iterations[level] = m_AffineNumberOfIterations[level];
-  }
+  settings.preset = m_Preset;
+  settings.iterations = m_NumberOfIterations;
+  for (unsigned int level = 0; level < 2; ++level) settings.affine_iterations[level] = m_AffineNumberOfIterations[level];
   settings.refine = m_NumberOfRefinementIterations;
   settings.seed = m_Seed;
 
@@ -130,7 +150,8 @@ void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementFiel
   os << indent << "ModelFileName: " << (m_ModelFileName.empty() ? "(none: instance optimisation)" : m_ModelFileName)
      << std::endl;
   os << indent << "Device: " << m_Device << std::endl;
-  os << indent << "NumberOfIterations: " << m_NumberOfIterations << std::endl;
+  os << indent << "Preset: " << m_Preset << std::endl;
+  os << indent << "NumberOfIterations: " << autoreg::pipeline::counts_text(m_NumberOfIterations) << std::endl;
   os << indent << "AffineNumberOfIterations: " << m_AffineNumberOfIterations << std::endl;
   os << indent << "NumberOfRefinementIterations: " << m_NumberOfRefinementIterations << std::endl;
   os << indent << "Similarity: " << m_Similarity << std::endl;
