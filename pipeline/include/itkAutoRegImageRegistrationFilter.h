@@ -186,8 +186,10 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   void GenerateData() override;
 
  private:
-  // Defaults: those of `autoreg register` (ImageRegistrationSettings), set by the constructor.
+  // The members from settings, and the settings the members hold: the constructor takes
+  // `autoreg register`'s defaults, SetPreset a preset, GenerateData registers with them.
   void UseSettings(const autoreg::pipeline::RegistrationSettings& settings);
+  autoreg::pipeline::RegistrationSettings CurrentSettings() const;
   std::string m_ModelFileName;
   std::string m_Device;
   std::string m_Preset;

@@ -44,19 +44,36 @@ void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementFiel
 
 template <typename TFixedImage, typename TMovingImage, typename TDisplacementField>
 void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::SetPreset(const std::string& name) {
-  autoreg::pipeline::ImageRegistrationSettings s;
+  autoreg::pipeline::RegistrationSettings s = CurrentSettings();
   try {
-    s = autoreg::pipeline::preset_settings(name);
+    autoreg::pipeline::apply_preset(name, s);  // what the preset does not name stays
   } catch (const std::exception& e) {
     itkExceptionMacro(<< e.what());
   }
-  // What a preset does not name (the model, the device, the seed, the refinement) stays.
-  s.model = m_ModelFileName;
-  s.device = m_Device;
-  s.seed = m_Seed;
-  s.refine = m_NumberOfRefinementIterations;
   UseSettings(s);
   this->Modified();
+}
+
+template <typename TFixedImage, typename TMovingImage, typename TDisplacementField>
+autoreg::pipeline::RegistrationSettings
+AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::CurrentSettings() const {
+  autoreg::pipeline::RegistrationSettings s;
+  s.preset = m_Preset;
+  s.model = m_ModelFileName;
+  s.device = m_Device;
+  s.affine = m_UseAffine;
+  s.rigid = m_UseRigid;
+  s.full_resolution = m_UseFullResolution;
+  s.deformable = m_UseDeformable;
+  s.similarity = m_Similarity;
+  s.regularizer = m_Regularizer;
+  s.regularization = m_Regularization;
+  s.learning_rate = m_LearningRate;
+  s.iterations = m_NumberOfIterations;
+  for (unsigned int level = 0; level < 2; ++level) s.affine_iterations[level] = m_AffineNumberOfIterations[level];
+  s.refine = m_NumberOfRefinementIterations;
+  s.seed = m_Seed;
+  return s;
 }
 
 template <typename TFixedImage, typename TMovingImage, typename TDisplacementField>
@@ -96,22 +113,7 @@ void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementFiel
   const typename FloatImage::Pointer fixed_mask = this->GetFixedImageMask() ? as_float(this->GetFixedImageMask()) : nullptr;
   const typename FloatImage::Pointer moving_mask = this->GetMovingImageMask() ? as_float(this->GetMovingImageMask()) : nullptr;
 
-  autoreg::pipeline::ImageRegistrationSettings settings;
-  settings.model = m_ModelFileName;
-  settings.device = m_Device;
-  settings.affine = m_UseAffine;
-  settings.rigid = m_UseRigid;
-  settings.full_resolution = m_UseFullResolution;
-  settings.deformable = m_UseDeformable;
-  settings.similarity = m_Similarity;
-  settings.regularizer = m_Regularizer;
-  settings.regularization = m_Regularization;
-  settings.learning_rate = m_LearningRate;
-  settings.preset = m_Preset;
-  settings.iterations = m_NumberOfIterations;
-  for (unsigned int level = 0; level < 2; ++level) settings.affine_iterations[level] = m_AffineNumberOfIterations[level];
-  settings.refine = m_NumberOfRefinementIterations;
-  settings.seed = m_Seed;
+  const autoreg::pipeline::RegistrationSettings settings = CurrentSettings();
 
   this->UpdateProgress(0.0f);
   autoreg::pipeline::PhysicalField3::Pointer field;

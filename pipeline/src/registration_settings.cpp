@@ -31,6 +31,18 @@ RegistrationSettings preset_settings(const std::string& name) {
   throw SettingsError("--preset must be one of " + known + ", got '" + name + "'");
 }
 
+void apply_preset(const std::string& name, RegistrationSettings& s) {
+  const RegistrationSettings p = preset_settings(name);
+  s.preset = p.preset;
+  s.affine = p.affine;
+  s.rigid = p.rigid;
+  s.iterations = p.iterations;
+  s.regularizer = p.regularizer;
+  s.regularization = p.regularization;
+  s.learning_rate = p.learning_rate;
+  s.full_resolution = p.full_resolution;
+}
+
 void validate(const RegistrationSettings& s) {
   if (s.similarity != "ncc" && s.similarity != "mse" && s.similarity != "mind") {
     throw SettingsError("--similarity must be ncc, mse or mind, got '" + s.similarity + "'");

@@ -71,6 +71,10 @@ struct Preset {
 const std::vector<Preset>& presets();
 // The settings of the preset `name` (SettingsError naming the known ones otherwise).
 RegistrationSettings preset_settings(const std::string& name);
+// Sets in `s` what the preset `name` names (its name, the pre-alignment, the levels, the
+// regulariser, its weight, the step, full resolution) and leaves the rest (the model,
+// the similarity, the seed, …): the ITK filter's SetPreset after other setters.
+void apply_preset(const std::string& name, RegistrationSettings& s);
 
 // Throws SettingsError for settings that contradict each other or are out of range.
 void validate(const RegistrationSettings& settings);
