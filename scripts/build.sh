@@ -15,3 +15,17 @@ if [[ ! -f "$build/CMakeCache.txt" || $# -gt 0 ]]; then
   cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release --log-level=WARNING "$@"
 fi
 cmake --build "$build" -j "${AUTOREG_JOBS:-2}"
+
+# The Python package (python/): built by scikit-build-core against this build's
+# libraries (installed into $build/prefix, the CMake package it finds) and installed
+# into the setup's virtual environment as a wheel (kept in $build/python-dist, which a
+# test installs into a fresh environment). AUTOREG_PYTHON=0 skips it.
+if [[ "${AUTOREG_PYTHON:-1}" != 0 ]]; then
+  venv="${AUTOREG_TORCH_VENV:-$cache/torch-$(cat "$root/scripts/torch-version")}"
+  cmake --install "$build" --prefix "$build/prefix" > /dev/null
+  rm -rf "$build/python-dist"
+  "$venv/bin/python" -m pip wheel -q --no-build-isolation --no-deps --disable-pip-version-check "$root/python" \
+    -w "$build/python-dist" -C build-dir="$build/python" -C cmake.define.AutoReg_DIR="$build/prefix/lib/cmake/AutoReg" \
+    -C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache
+  "$venv/bin/python" -m pip install -q --no-deps --force-reinstall --disable-pip-version-check "$build"/python-dist/autoreg-*.whl
+fi

@@ -5,6 +5,8 @@
 #                    ccache, ninja, CMake, a C++ compiler, Python's venv, elastix
 #                    (the comparison in bench/register_e2e.py), chromium (a test opens
 #                    the batch's QC page in it, headless).
+#   Python packages: python/requirements.txt (pinned) into the same environment: what
+#                    the Python package (python/) builds and tests with.
 #   LibTorch:        the PyPI `torch` wheel (pinned below, built with CUDA 13.0 to match
 #                    the CUDA 13 toolkit) in a virtual environment under
 #                    $AUTOREG_CACHE (default ~/.cache/autoreg), shared by every clone.
@@ -74,6 +76,23 @@ d = os.path.join(torch.utils.cmake_prefix_path, "Torch")
 assert os.path.isfile(os.path.join(d, "TorchConfig.cmake")), d
 PY
     touch "$stamp"
+  fi
+  flock -u 9
+fi
+
+# --- The Python package's build and test requirements (python/requirements.txt) ------
+# Installed beside torch, pinned; a stamp named after the file's checksum makes a
+# changed list install again.
+python="${AUTOREG_TORCH_VENV:-$venv}/bin/python"
+requirements="$(dirname "$0")/../python/requirements.txt"
+python_stamp="${AUTOREG_TORCH_VENV:-$venv}/.autoreg-python-$(sha256sum "$requirements" | cut -c1-16)"
+if [[ ! -f "$python_stamp" ]]; then
+  exec 9>"$cache/.setup.lock"
+  flock 9
+  if [[ ! -f "$python_stamp" ]]; then
+    say "installing the Python package's requirements (python/requirements.txt, about 300 MB)"
+    "$python" -m pip install -q --disable-pip-version-check -r "$requirements"
+    touch "$python_stamp"
   fi
   flock -u 9
 fi

@@ -94,6 +94,14 @@ at::Tensor physical_to_voxel(const at::Tensor& physical, const Geometry& grid) {
   return apply(at::inverse(index_to_physical(grid)), physical).flip({1});
 }
 
+at::Tensor physical_field(const at::Tensor& voxels, const Geometry& grid) {
+  check_field("displacement", voxels, grid);
+  const at::Tensor v = voxels.to(at::kFloat).cpu().contiguous();
+  const at::Tensor m = index_to_physical(grid);
+  return at::stack({physical_component(v, m, 0), physical_component(v, m, 1), physical_component(v, m, 2)}, 0)
+      .unsqueeze(0);
+}
+
 void write_displacement_field(const std::string& path, const at::Tensor& voxels,
                               const Geometry& grid) {
   register_formats();

@@ -201,7 +201,7 @@ PairInputs read_pair_inputs(const RegisterJob& p) {
   return in;
 }
 
-nlohmann::json register_inputs(RegisterJob p, PairInputs in, StageTimes& times) {
+PairOutputs register_in_memory(RegisterJob& p, PairInputs& in, StageTimes& times) {
   const bool tty = ::isatty(fileno(stderr));
   auto progress = [tty](const char* stage, const std::vector<int64_t>& iterations) {
     return [tty, stage, iterations](int level, int64_t it, double loss) {
@@ -213,65 +213,47 @@ nlohmann::json register_inputs(RegisterJob p, PairInputs in, StageTimes& times) 
       }
     };
   };
-  p.options.affine.progress = progress("affine", p.options.affine.iterations);
-  p.options.deformable.progress =
-      progress(p.options.model ? "refine" : "deformable", deformable_levels(p.options));
+  if (!p.options.affine.progress) p.options.affine.progress = progress("affine", p.options.affine.iterations);
+  if (!p.options.deformable.progress) {
+    p.options.deformable.progress = progress(p.options.model ? "refine" : "deformable", deformable_levels(p.options));
+  }
   // The fixed voxels are handed over (only its grid is needed after); the moving ones are
   // kept for the warped output.
-  p.options.inverse = !p.out_inverse_field.empty();
-  const at::Tensor fixed_voxels = p.qc.empty() ? at::Tensor() : in.fixed.data;  // kept for the picture
-  const PairResult r =
-      register_pair({std::move(in.fixed.data), in.fixed.geometry}, in.moving, p.options, &times, in.masks);
-
+  PairOutputs out;
+  out.result = register_pair({std::move(in.fixed.data), in.fixed.geometry}, in.moving, p.options, &times, in.masks);
   c10::AutoGradMode no_grad(false);
-  const io::Volume warped{io::sample_mapped(in.moving, in.fixed.geometry, at::Tensor(), r.displacement), in.fixed.geometry};
-  io::Volume warped_labels;
-  if (!p.out_labels.empty()) {
-    warped_labels = {io::sample_mapped(in.moving_labels, in.fixed.geometry, at::Tensor(), r.displacement), in.fixed.geometry};
+  out.warped = {io::sample_mapped(in.moving, in.fixed.geometry, at::Tensor(), out.result.displacement), in.fixed.geometry};
+  if (in.moving_labels.data.defined()) {
+    out.warped_labels = {io::sample_mapped(in.moving_labels, in.fixed.geometry, at::Tensor(), out.result.displacement),
+                         in.fixed.geometry};
   }
   times.lap("warp");
-  Outputs outputs;
-  outputs.write(p.out_warped, [&] { io::write_volume(p.out_warped, warped); });
-  outputs.write(p.out_field, [&] { io::write_displacement_field(p.out_field, r.displacement, in.fixed.geometry); });
-  if (!p.out_labels.empty()) {
-    outputs.write(p.out_labels, [&] { io::write_volume(p.out_labels, warped_labels); });
-  }
-  if (!p.out_affine.empty()) {
-    outputs.write(p.out_affine, [&] { io::write_affine(p.out_affine, r.affine); });
-  }
-  if (r.inverse.defined()) {
-    outputs.write(p.out_inverse_field,
-                  [&] { io::write_displacement_field(p.out_inverse_field, r.inverse, in.moving.geometry); });
-  }
-  times.lap("write");
-  const nlohmann::json inverse = r.inverse.defined() ? inverse_summary(in, r, warped.data) : nlohmann::json();
-  const auto j = registration::jacobian_stats(r.displacement);
+  return out;
+}
+
+PairMetrics pair_metrics(const RegisterJob& p, const PairInputs& in, const PairOutputs& out, StageTimes& times) {
+  c10::AutoGradMode no_grad(false);
+  const PairResult& r = out.result;
+  PairMetrics m;
+  if (r.inverse.defined()) m.inverse = inverse_summary(in, r, out.warped.data);
+  m.jacobian = registration::jacobian_stats(r.displacement);
   times.lap("jacobian");
-  const double dice = in.fixed_labels.data.defined() && warped_labels.data.defined()
-                          ? registration::mean_dice_over_reference(in.fixed_labels.data, warped_labels.data)
-                          : std::nan("");
-  nlohmann::json tre;  // the landmarks' error before and after, mm
-  if (!in.landmarks.fixed.points.empty()) {
+  if (in.fixed_labels.data.defined() && out.warped_labels.data.defined()) {
+    m.dice = registration::mean_dice_over_reference(in.fixed_labels.data, out.warped_labels.data);
+  }
+  if (!in.landmarks.fixed.points.empty()) {  // the landmarks' error before and after, mm
     const auto& [fixed_points, moving_points] = in.landmarks;
     const io::PointErrors before = io::point_errors(fixed_points.points, moving_points.points);
     const io::PointErrors after = io::point_errors(
         io::displace_points(fixed_points.points, r.displacement, in.fixed.geometry, p.fixed_points), moving_points.points);
-    tre = {{"points", after.distances.size()}, {"before_mean_mm", before.mean}, {"mean_mm", after.mean},
-           {"median_mm", after.median}, {"p95_mm", after.p95}, {"max_mm", after.max}};
+    m.tre = {{"points", after.distances.size()}, {"before_mean_mm", before.mean}, {"mean_mm", after.mean},
+             {"median_mm", after.median}, {"p95_mm", after.p95}, {"max_mm", after.max}};
   }
-  if (!p.qc.empty()) {
-    char caption[512];
-    std::snprintf(caption, sizeof caption, "%s -> %s   %s   Dice %s   folding %.3f %%   log|J| sd %.3f",
-                  file_stem(p.moving).c_str(), file_stem(p.fixed).c_str(),
-                  method_name(p).c_str(),
-                  std::isfinite(dice) ? std::to_string(dice).substr(0, 5).c_str() : "n/a", j.non_positive_percent,
-                  j.log_std);
-    outputs.write(p.qc, [&] {
-      write_qc_picture(p.qc, {fixed_voxels, warped.data, warped_labels.data, r.displacement, in.fixed.geometry,
-                              "autoreg register: " + file_stem(p.moving) + " onto " + file_stem(p.fixed), caption});
-    });
-    times.lap("qc");
-  }
+  return m;
+}
+
+nlohmann::json pair_summary(const RegisterJob& p, const PairOutputs& out, const PairMetrics& m, const StageTimes& times) {
+  const PairResult& r = out.result;
   nlohmann::json stages = nlohmann::json::object();
   double seconds = 0;
   for (const auto& [stage, s] : times.seconds()) {
@@ -297,13 +279,49 @@ nlohmann::json register_inputs(RegisterJob p, PairInputs in, StageTimes& times) 
           {"threads", at::get_num_threads()},
           {"device", p.options.device},
           {"model", p.options.model_file},
-          {"non_positive_jacobian_percent", j.non_positive_percent},
-          {"log_jacobian_std", j.log_std},
-          {"dice", std::isfinite(dice) ? nlohmann::json(dice) : nlohmann::json()},
-          {"tre_mm", tre.is_null() ? nlohmann::json() : tre["mean_mm"]},
-          {"tre", tre},
-          {"inverse", inverse},
+          {"non_positive_jacobian_percent", m.jacobian.non_positive_percent},
+          {"log_jacobian_std", m.jacobian.log_std},
+          {"dice", std::isfinite(m.dice) ? nlohmann::json(m.dice) : nlohmann::json()},
+          {"tre_mm", m.tre.is_null() ? nlohmann::json() : m.tre["mean_mm"]},
+          {"tre", m.tre},
+          {"inverse", m.inverse},
           {"settings", settings_summary(p.options, r)}};
+}
+
+nlohmann::json register_inputs(RegisterJob p, PairInputs in, StageTimes& times) {
+  p.options.inverse = !p.out_inverse_field.empty();
+  const at::Tensor fixed_voxels = p.qc.empty() ? at::Tensor() : in.fixed.data;  // kept for the picture
+  const PairOutputs out = register_in_memory(p, in, times);
+  const PairResult& r = out.result;
+  Outputs outputs;
+  outputs.write(p.out_warped, [&] { io::write_volume(p.out_warped, out.warped); });
+  outputs.write(p.out_field, [&] { io::write_displacement_field(p.out_field, r.displacement, in.fixed.geometry); });
+  if (!p.out_labels.empty()) {
+    outputs.write(p.out_labels, [&] { io::write_volume(p.out_labels, out.warped_labels); });
+  }
+  if (!p.out_affine.empty()) {
+    outputs.write(p.out_affine, [&] { io::write_affine(p.out_affine, r.affine); });
+  }
+  if (r.inverse.defined()) {
+    outputs.write(p.out_inverse_field,
+                  [&] { io::write_displacement_field(p.out_inverse_field, r.inverse, in.moving.geometry); });
+  }
+  times.lap("write");
+  const PairMetrics m = pair_metrics(p, in, out, times);
+  if (!p.qc.empty()) {
+    char caption[512];
+    std::snprintf(caption, sizeof caption, "%s -> %s   %s   Dice %s   folding %.3f %%   log|J| sd %.3f",
+                  file_stem(p.moving).c_str(), file_stem(p.fixed).c_str(),
+                  method_name(p).c_str(),
+                  std::isfinite(m.dice) ? std::to_string(m.dice).substr(0, 5).c_str() : "n/a",
+                  m.jacobian.non_positive_percent, m.jacobian.log_std);
+    outputs.write(p.qc, [&] {
+      write_qc_picture(p.qc, {fixed_voxels, out.warped.data, out.warped_labels.data, r.displacement, in.fixed.geometry,
+                              "autoreg register: " + file_stem(p.moving) + " onto " + file_stem(p.fixed), caption});
+    });
+    times.lap("qc");
+  }
+  return pair_summary(p, out, m, times);
 }
 
 nlohmann::json register_files(const RegisterJob& job, StageTimes& times) {

@@ -61,11 +61,7 @@ at::Tensor binary_mask(const at::Tensor& data, const std::string& name) {
   return inside;
 }
 
-namespace {
-
-// An image's intensities on [0, 1]: the window given; a CT's (kCtWindow) when its low
-// percentile is Hounsfield air; else its percentiles (inside its mask, when given).
-at::Tensor normalised(const at::Tensor& data, const at::Tensor& mask, const PairOptions& o,
+at::Tensor normalise_intensities(const at::Tensor& data, const at::Tensor& mask, const PairOptions& o,
                       const std::array<double, 2>& percent, PairResult::Intensity* how) {
   if (o.intensity_window) {
     *how = {"window", (*o.intensity_window)[0], (*o.intensity_window)[1]};
@@ -76,7 +72,9 @@ at::Tensor normalised(const at::Tensor& data, const at::Tensor& mask, const Pair
   return io::normalize_window(data, how->lo, how->hi);
 }
 
-}  // namespace
+std::array<double, 2> normalisation_percentiles(const PairOptions& o) {
+  return o.model ? o.model->info.normalization : std::array<double, 2>{0.5, 99.5};
+}
 
 PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions& o, StageTimes* times,
                          const PairMasks& masks) {
@@ -85,11 +83,10 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
   const auto lap = [times](const char* stage) {
     if (times) times->lap(stage);
   };
-  const std::array<double, 2> percentiles =
-      o.model ? o.model->info.normalization : std::array<double, 2>{0.5, 99.5};
+  const std::array<double, 2> percentiles = normalisation_percentiles(o);
   // Percentiles of what the masks cover, when given.
-  const at::Tensor f = normalised(fixed.data, masks.fixed, o, percentiles, &r.fixed_intensity).to(device);
-  const io::Volume m{normalised(moving.data, masks.moving, o, percentiles, &r.moving_intensity), moving.geometry};
+  const at::Tensor f = normalise_intensities(fixed.data, masks.fixed, o, percentiles, &r.fixed_intensity).to(device);
+  const io::Volume m{normalise_intensities(moving.data, masks.moving, o, percentiles, &r.moving_intensity), moving.geometry};
   fixed.data = moving.data = at::Tensor();  // the caller's copies (if any) stay
   lap("normalise");
   r.affine = at::eye(4, at::kDouble);

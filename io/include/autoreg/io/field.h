@@ -21,6 +21,11 @@ namespace autoreg::io {
 at::Tensor voxel_to_physical(const at::Tensor& voxels, const Geometry& grid);
 at::Tensor physical_to_voxel(const at::Tensor& physical, const Geometry& grid);
 
+// The vectors write_displacement_field stores (float32, 1×3×D×H×W, channels x, y, z in
+// LPS mm), computed as the NIfTI writer computes them: what the Python package returns
+// for the field, the same bits as the file the command line writes.
+at::Tensor physical_field(const at::Tensor& voxels, const Geometry& grid);
+
 // Writes a voxel displacement field as an ITK vector image (float32 vectors, LPS mm)
 // on `grid`, atomically; any format ITK writes vector images in (.nii.gz, .mha, ...).
 // A path ending in .h5 (or .hdf5) gets an ITK transform file holding an

@@ -7,11 +7,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <string>
 
 #include "autoreg/io/points.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/pipeline/register_pair.h"
+#include "autoreg/registration/metrics.h"
 
 namespace autoreg::pipeline {
 
@@ -44,6 +46,33 @@ struct PairInputs {
   io::Landmarks landmarks;  // with RegisterJob's points
 };
 PairInputs read_pair_inputs(const RegisterJob& job);
+
+// A registered pair in memory: what register_inputs writes.
+struct PairOutputs {
+  PairResult result;
+  io::Volume warped;         // the moving image on the fixed grid
+  io::Volume warped_labels;  // with moving labels: the label map on the fixed grid
+};
+
+// Registers the pair read and warps the moving image (and labels) through the result:
+// all that register_inputs does but write (the Python package's register, in memory).
+// The fixed voxels are handed to the registration (in.fixed keeps its grid). Progress
+// lines go to stderr when it is a terminal, unless job.options already has callbacks.
+PairOutputs register_in_memory(RegisterJob& job, PairInputs& in, StageTimes& times);
+
+// What the summary reports of a registered pair: the inverse's round trip (with an
+// inverse), the Jacobian's statistics (the "jacobian" stage of `times`), the Dice with
+// both label maps (NaN without), the landmarks' TRE (null without).
+struct PairMetrics {
+  nlohmann::json inverse, tre;
+  registration::JacobianStats jacobian;
+  double dice = std::nan("");
+};
+PairMetrics pair_metrics(const RegisterJob& job, const PairInputs& in, const PairOutputs& out, StageTimes& times);
+
+// The summary `autoreg register --json` prints, from the above.
+nlohmann::json pair_summary(const RegisterJob& job, const PairOutputs& out, const PairMetrics& metrics,
+                            const StageTimes& times);
 
 // Registers the pair read, warps, writes the outputs (all of them or, on a failure,
 // none) and returns the summary: stage times (`times` holds the reading already) and

@@ -124,6 +124,14 @@ struct PairMasks {
 // `name` when nothing is inside.
 at::Tensor binary_mask(const at::Tensor& data, const std::string& name);
 
+// An image's intensities on [0, 1] as register_pair maps them: the options' window when
+// given; a CT's (kCtWindow) when its low percentile is Hounsfield air; else its
+// percentiles `percent` (inside `mask`, when given). *how says which.
+at::Tensor normalise_intensities(const at::Tensor& data, const at::Tensor& mask, const PairOptions& options,
+                      const std::array<double, 2>& percent, PairResult::Intensity* how);
+// The percentiles that normalisation uses: the model's, else 0.5 and 99.5.
+std::array<double, 2> normalisation_percentiles(const PairOptions& options);
+
 // Registers `moving` to `fixed` (any grids, any orientation). Volumes: float32
 // intensities, as read by io::read_volume; taken by value, so that a caller who moves
 // them in lets their voxels go once they are normalised (memory). Records its stages in

@@ -1,0 +1,168 @@
+"""autoreg.register on each image kind gives the command line's result bit for bit
+(same settings, seed and threads); bad input and bad settings raise with the command
+line's messages; apply, apply_points and evaluate."""
+import json
+
+import numpy as np
+import pytest
+import torch
+
+import autoreg
+
+from conftest import run_cli
+
+SETTINGS = ["--iterations", "20,10", "--affine-iterations", "30,20", "--seed", "3", "--threads", "2"]
+KEYWORDS = dict(iterations=[20, 10], affine_iterations=[30, 20], seed=3, threads=2)
+
+
+@pytest.fixture(scope="module")
+def cli_result(pair_files, tmp_path_factory):
+    import SimpleITK as sitk
+
+    out = tmp_path_factory.mktemp("cli")
+    summary = json.loads(run_cli(
+        "register", "--fixed", pair_files["fixed"], "--moving", pair_files["moving"],
+        "--moving-labels", pair_files["moving_labels"], "--out-labels", out / "labels.nii.gz",
+        "--out-warped", out / "warped.nii.gz", "--out-field", out / "field.nii.gz",
+        "--out-inverse-field", out / "inverse.nii.gz", "--json", *SETTINGS).stdout)
+    read = lambda name: sitk.GetArrayFromImage(sitk.ReadImage(str(out / name)))  # noqa: E731
+    return {"summary": summary, "warped": read("warped.nii.gz"), "field": read("field.nii.gz"),
+            "inverse": read("inverse.nii.gz"), "labels": read("labels.nii.gz")}
+
+
+def readers():
+    import itk
+    import nibabel
+    import SimpleITK as sitk
+
+    return {
+        "SimpleITK": (lambda p: sitk.ReadImage(str(p)), sitk.GetArrayFromImage),
+        "itk": (lambda p: itk.imread(str(p)), itk.array_from_image),
+        "nibabel": (lambda p: nibabel.load(str(p)), lambda im: autoreg.images.to_field(im).array
+                    if np.asanyarray(im.dataobj).ndim == 5 else autoreg.images.to_image(im).array),
+        "autoreg.Image": (lambda p: autoreg.images.to_image(sitk.ReadImage(str(p))), lambda im: im.array),
+    }
+
+
+@pytest.mark.parametrize("kind", ["SimpleITK", "itk", "nibabel", "autoreg.Image"])
+def test_same_bits_as_the_command_line(kind, pair_files, cli_result):
+    read, array = readers()[kind]
+    r = autoreg.register(read(pair_files["fixed"]), read(pair_files["moving"]),
+                         moving_labels=read(pair_files["moving_labels"]), inverse=True, **KEYWORDS)
+    assert type(r.warped) is type(read(pair_files["fixed"]))
+    np.testing.assert_array_equal(array(r.field), cli_result["field"])
+    np.testing.assert_array_equal(array(r.warped), cli_result["warped"])
+    np.testing.assert_array_equal(array(r.inverse), cli_result["inverse"])
+    np.testing.assert_array_equal(array(r.warped_labels).astype(np.int32), cli_result["labels"].astype(np.int32))
+    np.testing.assert_array_equal(r.affine, np.asarray(cli_result["summary"]["affine_lps"]))
+    for key in ("non_positive_jacobian_percent", "log_jacobian_std", "settings", "threads"):
+        assert r.summary[key] == cli_result["summary"][key], key
+
+
+def test_numpy_arrays_mean_one_millimetre_voxels():
+    from conftest import blob_volume
+
+    fixed, moving = blob_volume(), blob_volume(centre=(13, 12, 17))
+    r = autoreg.register(fixed, moving, iterations=[10, 5], affine=False)
+    assert isinstance(r.warped, np.ndarray) and r.warped.shape == fixed.shape
+    assert r.field.shape == fixed.shape + (3,)
+    assert np.abs(r.warped - fixed).mean() < np.abs(moving - fixed).mean()
+
+
+def test_bad_settings_raise_with_the_command_line_message(pair_files):
+    import SimpleITK as sitk
+
+    f = sitk.ReadImage(str(pair_files["fixed"]))
+    with pytest.raises(autoreg.SettingsError, match="--regularization must be >= 0"):
+        autoreg.register(f, f, regularization=-1)
+    with pytest.raises(autoreg.SettingsError, match="--preset must be one of"):
+        autoreg.register(f, f, preset="lungs")
+    with pytest.raises(autoreg.SettingsError, match="unknown setting 'iteration'"):
+        autoreg.register(f, f, iteration=[1])
+
+
+def test_bad_input_raises(pair_files, tmp_path):
+    import SimpleITK as sitk
+
+    f = sitk.ReadImage(str(pair_files["fixed"]))
+    with pytest.raises(autoreg.InputError, match="fixed_mask: not on the grid"):
+        autoreg.register(f, f, fixed_mask=np.ones((3, 3, 3), np.float32))
+    with pytest.raises(autoreg.InputError, match="no voxel inside"):
+        autoreg.register(f, f, fixed_mask=np.zeros(sitk.GetArrayFromImage(f).shape, np.float32))
+    with pytest.raises(autoreg.InputError, match="x.autoreg: not an autoreg model file"):
+        (tmp_path / "x.autoreg").write_text("hello\n")
+        autoreg.register(f, f, model=str(tmp_path / "x.autoreg"))
+    with pytest.raises(ValueError, match="3-D"):
+        autoreg.register(np.zeros((4, 4)), np.zeros((4, 4)))
+    with pytest.raises(TypeError, match="unsupported image type"):
+        autoreg.register("fixed.nii.gz", "moving.nii.gz")
+
+
+def test_apply_and_evaluate_agree_with_register(pair_files):
+    import SimpleITK as sitk
+
+    f, m = (sitk.ReadImage(str(pair_files[k])) for k in ("fixed", "moving"))
+    labels = sitk.ReadImage(str(pair_files["moving_labels"]))
+    r = autoreg.register(f, m, moving_labels=labels, **KEYWORDS)
+    # apply reads the field in mm, register warped through it in voxels: float rounding apart
+    warped = sitk.GetArrayFromImage(r.warped)
+    np.testing.assert_allclose(sitk.GetArrayFromImage(autoreg.apply(m, r.field)), warped, atol=1e-4 * np.ptp(warped))
+    warped_labels = autoreg.apply(labels, r.field, labels=True)
+    same = sitk.GetArrayFromImage(warped_labels) == sitk.GetArrayFromImage(r.warped_labels)
+    assert same.mean() > 0.999
+    fixed_labels = sitk.ReadImage(str(pair_files["fixed_labels"]))
+    e = autoreg.evaluate(field=r.field, fixed_labels=fixed_labels, warped_labels=warped_labels)
+    assert e["non_positive_jacobian_percent"] == r.summary["non_positive_jacobian_percent"]
+    assert set(e["dice"]) == {1, 2} and e["mean_dice"] > 0.7
+
+
+def test_points_move_through_the_field(pair_files):
+    import SimpleITK as sitk
+
+    f, m = (sitk.ReadImage(str(pair_files[k])) for k in ("fixed", "moving"))
+    r = autoreg.register(f, m, **KEYWORDS)
+    index = [(16, 13, 12), (10, 10, 10)]
+    points = np.array([f.TransformContinuousIndexToPhysicalPoint(i) for i in index])
+    moved = autoreg.apply_points(points, r.field)
+    field = sitk.GetArrayFromImage(r.field)
+    for p, q, (i, j, k) in zip(points, moved, index):
+        np.testing.assert_allclose(q, p + field[k, j, i], atol=1e-4)
+    summary = autoreg.register(f, m, fixed_points=points, moving_points=moved, **KEYWORDS).summary
+    assert summary["tre"]["points"] == 2 and summary["tre"]["mean_mm"] < 1e-3
+
+
+def test_releases_the_gil(pair_files):
+    import threading
+    import time
+
+    import SimpleITK as sitk
+
+    from conftest import blob_volume
+
+    fixed, moving = blob_volume((48, 48, 48), (24, 24, 24), (12, 14, 16)), blob_volume((48, 48, 48), (25, 23, 26), (12, 14, 16))
+    span = []
+
+    def work():
+        span.append(time.monotonic())
+        autoreg.register(fixed, moving, iterations=[150, 100])
+        span.append(time.monotonic())
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    seen = []
+    while worker.is_alive():  # pure Python: it runs only while the registration lets the GIL go
+        seen.append(time.monotonic())
+    worker.join()
+    start, end = span
+    during = np.array([start] + [t for t in seen if start < t < end] + [end])
+    assert end - start > 0.2 and np.diff(during).max() < 0.3 * (end - start)
+
+
+def test_progress_is_reported(pair_files):
+    import SimpleITK as sitk
+
+    f, m = (sitk.ReadImage(str(pair_files[k])) for k in ("fixed", "moving"))
+    seen = []
+    autoreg.register(f, m, progress=lambda stage, level, step, steps, loss: seen.append((stage, level, step, steps)),
+                     **KEYWORDS)
+    assert ("affine", 0, 0, 30) in seen and ("deformable", 1, 9, 10) in seen
