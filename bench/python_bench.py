@@ -12,7 +12,8 @@
     python bench/python_bench.py [--threads 2] [--repeats 3]
 
 Data: the sample pair of $AUTOREG_TEST_DATA or ../shared/data (pairs/oasisA, oasisB).
-Prints a table; every time is the median of the repeats.
+Prints a table; every time is the median of the repeats. "summary s" is what the
+summary reports (its stages), "no files s" the same without reading and writing files.
 """
 import argparse
 import json
@@ -60,44 +61,46 @@ def main():
             start = time.perf_counter()
             summary = json.loads(subprocess.run(cli, capture_output=True, text=True, check=True).stdout)
             seconds.append(time.perf_counter() - start)
-        rows.append(("autoreg register (command, files in and out)", statistics.median(seconds), summary["seconds"]))
+        stages = sum(v for k, v in summary["stage_seconds"].items() if k not in ("read", "write"))
+        rows.append(("autoreg register (command, files in and out)", statistics.median(seconds), summary["seconds"], stages))
     fixed, moving = sitk.ReadImage(str(fixed_file)), sitk.ReadImage(str(moving_file))
     reported = []
     t = median_time(lambda: reported.append(autoreg.register(fixed, moving, threads=args.threads).summary["seconds"]),
                     args.repeats)
-    rows.append(("autoreg.register (Python, in memory)", t, statistics.median(reported)))
+    rows.append(("autoreg.register (Python, in memory)", t, statistics.median(reported), statistics.median(reported)))
 
     g = torch.Generator().manual_seed(0)
     image = torch.rand(1, 1, 160, 192, 224, generator=g)
     u = (torch.rand(1, 3, 160, 192, 224, generator=g) - 0.5) * 4
     grid = ops.reference.sampling_grid(u)
-    rows.append(("warp forward: torch.ops.autoreg.warp", median_time(lambda: ops.warp(image, u), args.repeats), None))
+    rows.append(("warp forward: torch.ops.autoreg.warp", median_time(lambda: ops.warp(image, u), args.repeats)))
     rows.append(("warp forward: grid_sample (grid given)",
-                 median_time(lambda: F.grid_sample(image, grid, align_corners=True), args.repeats), None))
+                 median_time(lambda: F.grid_sample(image, grid, align_corners=True), args.repeats)))
 
     def backward(fn, *inputs):
         xs = [x.detach().requires_grad_() for x in inputs]
         fn(*xs).sum().backward()
 
     rows.append(("warp forward+backward: torch.ops.autoreg.warp",
-                 median_time(lambda: backward(ops.warp, image, u), args.repeats), None))
+                 median_time(lambda: backward(ops.warp, image, u), args.repeats)))
     rows.append(("warp forward+backward: grid_sample (grid given)",
                  median_time(lambda: backward(lambda i, gr: F.grid_sample(i, gr, align_corners=True), image, grid),
-                             args.repeats), None))
+                             args.repeats)))
 
     model = autoreg.load_model("default")
     shape = (1, 1) + tuple(model.info.grid)
     moving_t, fixed_t = torch.rand(shape, generator=g), torch.rand(shape, generator=g)
     with torch.no_grad():
-        rows.append(("network forward: PyTorch module", median_time(lambda: model(moving_t, fixed_t), args.repeats), None))
+        rows.append(("network forward: PyTorch module", median_time(lambda: model(moving_t, fixed_t), args.repeats)))
     path = autoreg.default_model_path()
     rows.append(("network forward: C++ network (incl. loading the model)",
-                 median_time(lambda: _autoreg.network_forward(path, moving_t.numpy(), fixed_t.numpy(), False), args.repeats),
-                 None))
+                 median_time(lambda: _autoreg.network_forward(path, moving_t.numpy(), fixed_t.numpy(), False), args.repeats)))
 
-    print(f"{'what':58s} {'wall s':>8s} {'reported s':>10s}   ({args.threads} threads, median of {args.repeats})")
-    for name, wall, reported_s in rows:
-        print(f"{name:58s} {wall:8.3f} {'' if reported_s is None else f'{reported_s:10.3f}'}")
+    print(f"{'what':58s} {'wall s':>8s} {'summary s':>10s} {'no files s':>10s}   "
+          f"({args.threads} threads, median of {args.repeats})")
+    for name, wall, *reported_s in rows:
+        extra = "".join(f" {r:10.3f}" for r in reported_s)
+        print(f"{name:58s} {wall:8.3f}{extra}")
 
 
 if __name__ == "__main__":

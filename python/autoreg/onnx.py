@@ -41,10 +41,15 @@ def export_onnx(model: RegistrationModel | str | os.PathLike, path: str | os.Pat
     previous, was_training = model.use_autoreg_ops, model.training
     model.use_autoreg_ops = False
     model.eval()
+    path = os.fspath(path)
+    tmp = os.path.join(os.path.dirname(os.path.abspath(path)), f".autoreg-tmp-{os.getpid()}-{os.path.basename(path)}")
     try:
-        torch.onnx.export(_Forward(model), example, os.fspath(path), input_names=["moving", "fixed"],
+        torch.onnx.export(_Forward(model), example, tmp, input_names=["moving", "fixed"],
                           output_names=["displacement"], opset_version=opset, dynamo=False)
+        os.replace(tmp, path)  # whole or not at all
     finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
         model.use_autoreg_ops = previous
         model.train(was_training)
-    return os.fspath(path)
+    return path

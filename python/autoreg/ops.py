@@ -31,6 +31,11 @@ def load() -> None:
     if _loaded:
         return
     torch.ops.load_library(library_path())
+    # The CUDA kernels live in a plugin beside the library (docs/operators.md); loaded
+    # only where a GPU is, as the command line does.
+    plugin = os.path.join(os.path.dirname(library_path()), "libautoreg_cuda.so")
+    if torch.cuda.is_available() and os.path.exists(plugin):
+        torch.ops.load_library(plugin)
     _register_fakes()
     _loaded = True
 
@@ -40,11 +45,7 @@ def loaded() -> bool:
 
 
 def _register_fakes() -> None:
-    def same_as(name):
-        def fake(image, displacement, *args):
-            return image.new_empty(image.shape)
-        return fake
-
+    """Shapes without computing (torch.compile, torch.export, meta tensors)."""
     torch.library.register_fake("autoreg::warp")(
         lambda image, displacement, interpolation="linear", padding="zeros": image.new_empty(image.shape))
     torch.library.register_fake("autoreg::_warp_backward")(

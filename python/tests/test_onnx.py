@@ -24,3 +24,18 @@ def test_default_model_in_onnxruntime(tmp_path):
     (got,) = session.run(None, {"moving": moving.numpy(), "fixed": fixed.numpy()})
     assert np.abs(expected).max() > 0.05
     np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
+
+
+def test_command_line_export_and_its_errors(tmp_path):
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "autoreg", "export-onnx", "--model", "default", "--grid", "16", "16", "16",
+                          "--out", str(tmp_path / "m.onnx")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    onnx.checker.check_model(onnx.load(str(tmp_path / "m.onnx")))
+    (tmp_path / "bad.autoreg").write_text("nothing\n")
+    out = subprocess.run([sys.executable, "-m", "autoreg", "export-onnx", "--model", str(tmp_path / "bad.autoreg"),
+                          "--out", str(tmp_path / "x.onnx")], capture_output=True, text=True)
+    assert out.returncode == 2 and "bad.autoreg: not an autoreg model file" in out.stderr
+    assert not (tmp_path / "x.onnx").exists()
