@@ -28,6 +28,7 @@ int run_search(int argc, char** argv);
 int run_segment(int argc, char** argv);
 int run_validate(int argc, char** argv);
 int run_pack(int argc, char** argv);
+int run_template(int argc, char** argv);
 }  // namespace autoreg::apps
 
 namespace {
@@ -57,6 +58,8 @@ const Subcommand kSubcommands[] = {
      "segment a target by registering labelled atlases onto it and fusing their labels"},
     {"validate", autoreg::apps::run_validate,
      "evaluate a training run's checkpoints as they are written (train starts it), keeping the best"},
+    {"template", autoreg::apps::run_template,
+     "build an unbiased template of a cohort (group-wise registration) with every subject's fields"},
     {"pack", autoreg::apps::run_pack,
      "preprocess a dataset manifest into one training set file (training where ITK is not installed)"},
 };

@@ -1,0 +1,51 @@
+// Group-wise registration: an unbiased template of a cohort (docs/template.md), what
+// `autoreg template` runs. Each iteration registers every subject to the current
+// template as `autoreg register` does, averages the warped subjects, and moves the
+// average by the mean displacement scaled by the shape-update step, backwards
+// (Guimond et al. 2000; Avants et al. 2010, ANTs' antsMultivariateTemplateConstruction2):
+// T ← A(x − step · d̄(x)), so that the template's shape drifts to the subjects' mean.
+// After the last iteration every subject is registered to the final template for its
+// outputs (fields both ways, warped image and labels; with label maps, the template's
+// own fused by joint label fusion).
+//
+// Intensities: every subject is normalised to [0, 1] (its 0.5th and 99.5th percentiles,
+// or the CT window) before averaging, so the template is on that scale.
+// Checkpoints: after each iteration the template (iterations/template_<t>.nii.gz) and
+// state.json; --resume continues from the last one and ends as an uninterrupted run
+// would, bit for bit (same settings and threads).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "autoreg/pipeline/registration_settings.h"
+
+namespace autoreg::pipeline {
+
+struct TemplateSettings {
+  std::string images;                  // CSV: image[,labels]
+  std::string out;                     // output folder (created)
+  int iterations = 4;                  // shape updates
+  std::string initial = "affine-mean"; // "affine-mean", "first", or an image file
+  double step = 0.25;                  // shape-update step (ANTs' -g 0.25)
+  std::string averaging = "mean";      // mean, median, sharpened (the mean, unsharp-masked)
+  RegistrationSettings registration;   // how each subject is registered to the template
+  bool resume = false;
+  // Called with each progress line (stderr on the command line).
+  std::function<void(const std::string&)> log;
+  // Called after each iteration's checkpoint (tests interrupt a run here).
+  std::function<void(int iteration)> after_checkpoint;
+};
+
+// A base::UsageError naming the option for a setting out of range.
+void validate(const TemplateSettings& s);
+
+// Builds the template; returns the summary (also written to DIR/summary.json). Throws
+// io::IoError naming the file for bad input (a manifest of fewer than two subjects,
+// an unreadable image, subjects whose fields of view barely overlap the template).
+nlohmann::json build_template(const TemplateSettings& settings);
+
+}  // namespace autoreg::pipeline
