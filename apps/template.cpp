@@ -1,5 +1,5 @@
-// autoreg template --images subjects.csv --out DIR [--iterations N] [--initial affine-mean|first|FILE]
-//                  [--step S] [--averaging mean|median|sharpened] [registration options]
+// autoreg template --images subjects.csv --out DIR [--initial affine-mean|first|FILE]
+//                  [--template-iterations N] [--step S] [--averaging mean|median|sharpened] [registration options]
 //                  [--threads T] [--resume]
 //
 // Group-wise registration: an unbiased template of the listed subjects
@@ -24,7 +24,7 @@ int run_template(int argc, char** argv) {
                      ' ', "0.1");
   TCLAP::ValueArg<std::string> images("", "images", "CSV with a column image (and optionally labels: the template gets a label map fused from them), paths relative to it", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> out("", "out", "output folder: template.nii.gz, <subject>_field/_inverse/_warped.nii.gz, index.html, the iterations", false, "", "DIR", cmd);
-  TCLAP::ValueArg<int> iterations("", "iterations", "shape updates (default 4)", false, 4, "N", cmd);
+  TCLAP::ValueArg<int> iterations("", "template-iterations", "shape updates of the template (default 4; --iterations sets each registration's levels, as in register)", false, 4, "N", cmd);
   TCLAP::ValueArg<std::string> initial("", "initial", "the template to start from: affine-mean (default: the subjects affinely aligned to the first and averaged), first (the first subject), or an image file", false, "affine-mean", "HOW", cmd);
   TCLAP::ValueArg<double> step("", "step", "shape-update step: the share of the mean displacement the template moves by each iteration (default 0.25, as ANTs' -g)", false, 0.25, "S", cmd);
   std::vector<std::string> averaging_names{"mean", "median", "sharpened"};

@@ -139,11 +139,39 @@ io::Volume initial_template(const TemplateSettings& s, const std::vector<Subject
   return {average(round.warped, "mean"), subjects[0].volume.geometry};
 }
 
-// The iteration's line of the log (template.log.jsonl) and its QC picture.
-nlohmann::json iteration_record(int t, const io::Volume& old_t, const io::Volume& new_t, const at::Tensor& update,
-                                const Round& round, const std::vector<Subject>& subjects, double seconds) {
+// How the average moves to become the next template (Avants et al. 2010): the subjects'
+// maps x ↦ A_s(x + u_s(x)) have the mean affine Ā and, beyond it, the mean deformation r
+// (the mean whole displacement less Ā's); the template takes the inverse of Ā whole and
+// of r by `step`: the next template at y is the average at Ā⁻¹(y − step · r(y)).
+struct Update {
+  at::Tensor update;             // 1×3×D×H×W voxels of the template grid: where the average is read
+  at::Tensor mean_displacement;  // the subjects' mean whole displacement (voxels): 0 when unbiased
+};
+
+Update shape_update(const Round& round, const io::Geometry& grid, double step) {
+  at::Tensor sum = at::zeros_like(round.results[0].displacement);
+  at::Tensor affine = at::zeros({4, 4}, at::kDouble);
+  for (const PairResult& r : round.results) {
+    sum += r.displacement;
+    affine += r.affine;
+  }
+  const double n = double(round.results.size());
+  Update u;
+  u.mean_displacement = sum / n;
+  const at::Tensor mean_affine = affine / n;
+  const at::Tensor of_affine = io::compose_affine(grid, mean_affine, at::zeros_like(sum));
+  u.update = io::compose_affine(grid, at::inverse(mean_affine), -step * (u.mean_displacement - of_affine));
+  return u;
+}
+
+// The iteration's line of the log (template.log.jsonl).
+nlohmann::json iteration_record(int t, const io::Volume& old_t, const Update& u, const Round& round,
+                                const std::vector<Subject>& subjects, double seconds) {
   const at::Tensor mask = old_t.data > 0.1;
-  const at::Tensor mm = io::physical_field(update, old_t.geometry).pow(2).sum(1, true).sqrt();
+  const auto mm = [&](const at::Tensor& field) {
+    return io::physical_field(field, old_t.geometry).pow(2).sum(1, true).sqrt();
+  };
+  const at::Tensor update_mm = mm(u.update), bias_mm = mm(u.mean_displacement);
   nlohmann::json fits = nlohmann::json::object();
   double sum = 0;
   for (size_t i = 0; i < subjects.size(); ++i) {
@@ -152,8 +180,9 @@ nlohmann::json iteration_record(int t, const io::Volume& old_t, const io::Volume
     sum += c;
   }
   return {{"iteration", t},
-          {"update_mm", mm.masked_select(mask).mean().item<double>()},
-          {"update_max_mm", mm.max().item<double>()},
+          {"update_mm", update_mm.masked_select(mask).mean().item<double>()},
+          {"update_max_mm", update_mm.max().item<double>()},
+          {"mean_displacement_mm", bias_mm.masked_select(mask).mean().item<double>()},
           {"similarity", sum / double(subjects.size())},
           {"subjects", fits},
           {"seconds", seconds},
@@ -215,7 +244,7 @@ void write_outputs(const TemplateSettings& s, const io::Volume& templ, const std
 void validate(const TemplateSettings& s) {
   if (s.images.empty()) throw SettingsError("--images is required: a CSV with a column image (and optionally labels)");
   if (s.out.empty()) throw SettingsError("--out is required: the output folder");
-  if (s.iterations < 0 || s.iterations > 100) throw SettingsError("--iterations must be between 0 and 100");
+  if (s.iterations < 0 || s.iterations > 100) throw SettingsError("--template-iterations must be between 0 and 100");
   if (!(s.step > 0 && s.step <= 1)) throw SettingsError("--step must be in (0, 1]");
   if (s.averaging != "mean" && s.averaging != "median" && s.averaging != "sharpened") {
     throw SettingsError("--averaging must be mean, median or sharpened, got '" + s.averaging + "'");
@@ -244,20 +273,15 @@ nlohmann::json build_template(const TemplateSettings& s) {
     const auto begun = Clock::now();
     const Round round = register_all(templ, subjects, o, false, "iteration " + std::to_string(t) + "/" + std::to_string(s.iterations), s);
     c10::AutoGradMode no_grad(false);
-    const at::Tensor mean_displacement = [&] {
-      at::Tensor sum = at::zeros_like(round.results[0].displacement);
-      for (const PairResult& r : round.results) sum += r.displacement;
-      return sum / double(round.results.size());
-    }();
-    const at::Tensor update = -s.step * mean_displacement;
-    const io::Volume next{ops::warp(average(round.warped, s.averaging), update, ops::Interpolation::Linear, ops::Padding::Border),
+    const Update u = shape_update(round, templ.geometry, s.step);
+    const io::Volume next{ops::warp(average(round.warped, s.averaging), u.update, ops::Interpolation::Linear, ops::Padding::Border),
                           templ.geometry};
     io::write_volume(iteration_file(s, t, ".nii.gz"), next);
     write_qc_picture(iteration_file(s, t, ".png"),
-                     {next.data, templ.data, at::Tensor(), update, templ.geometry,
+                     {next.data, templ.data, at::Tensor(), u.update, templ.geometry,
                       "autoreg template: iteration " + std::to_string(t) + " (fixed: the new template; warped: the one before)",
-                      "shape update: the mean displacement × " + std::to_string(s.step).substr(0, 4) + ", backwards"});
-    iterations.push_back(iteration_record(t, templ, next, update, round, subjects, since(begun)));
+                      "shape update: the mean affine inverted, and the mean deformation × " + std::to_string(s.step).substr(0, 4) + " backwards"});
+    iterations.push_back(iteration_record(t, templ, u, round, subjects, since(begun)));
     const nlohmann::json& line = iterations.back();
     write_json_file((fs::path(s.out) / "state.json").string(), {{"iterations", iterations}});
     std::string log_text;

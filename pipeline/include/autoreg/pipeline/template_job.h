@@ -1,9 +1,10 @@
 // Group-wise registration: an unbiased template of a cohort (docs/template.md), what
 // `autoreg template` runs. Each iteration registers every subject to the current
 // template as `autoreg register` does, averages the warped subjects, and moves the
-// average by the mean displacement scaled by the shape-update step, backwards
-// (Guimond et al. 2000; Avants et al. 2010, ANTs' antsMultivariateTemplateConstruction2):
-// T ← A(x − step · d̄(x)), so that the template's shape drifts to the subjects' mean.
+// average by the inverse of the subjects' mean map (Guimond et al. 2000; Avants et al.
+// 2010, ANTs' antsMultivariateTemplateConstruction2): the mean affine Ā inverted whole,
+// the mean deformation r beyond it by the shape-update step, T(y) ← A(Ā⁻¹(y − step·r(y))),
+// so that the template's pose, size and shape move to the subjects' mean.
 // After the last iteration every subject is registered to the final template for its
 // outputs (fields both ways, warped image and labels; with label maps, the template's
 // own fused by joint label fusion).
