@@ -280,7 +280,7 @@ nlohmann::json build_template(const TemplateSettings& s) {
     write_qc_picture(iteration_file(s, t, ".png"),
                      {next.data, templ.data, at::Tensor(), u.update, templ.geometry,
                       "autoreg template: iteration " + std::to_string(t) + " (fixed: the new template; warped: the one before)",
-                      "shape update: the mean affine inverted, and the mean deformation × " + std::to_string(s.step).substr(0, 4) + " backwards"});
+                      "shape update: the mean affine inverted, and the mean deformation x " + std::to_string(s.step).substr(0, 4) + " backwards"});
     iterations.push_back(iteration_record(t, templ, u, round, subjects, since(begun)));
     const nlohmann::json& line = iterations.back();
     write_json_file((fs::path(s.out) / "state.json").string(), {{"iterations", iterations}});
