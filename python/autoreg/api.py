@@ -4,6 +4,7 @@ subprocess, the GIL released while it works."""
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
@@ -12,7 +13,6 @@ import torch
 
 from . import _autoreg
 from .images import Image, like, to_field, to_image
-from .network import resolve_model
 
 
 @dataclass
@@ -51,8 +51,6 @@ def register(fixed, moving, *, inverse: bool = False, moving_labels=None, fixed_
     """
     if threads:
         torch.set_num_threads(int(threads))
-    if "model" in settings and settings["model"] is not None:
-        settings["model"] = resolve_model(settings["model"])
     f, m = to_image(fixed), to_image(moving)
     extras: dict = {"inverse": bool(inverse)}
     for key, image, grid, dtype in (("moving_labels", moving_labels, m, np.int32), ("fixed_labels", fixed_labels, f, np.int32),
@@ -126,7 +124,7 @@ def model_inputs(fixed, moving, model: str = "default", affine=None) -> dict:
     ``{"fixed", "moving"}`` as 1×1×D×H×W float32 tensors and ``"frame"``, the frame's
     geometry."""
     f, m = to_image(fixed), to_image(moving)
-    r = _autoreg.model_inputs(f.array, f.geometry(), m.array, m.geometry(), resolve_model(model),
+    r = _autoreg.model_inputs(f.array, f.geometry(), m.array, m.geometry(), os.fspath(model),
                               None if affine is None else np.asarray(affine, dtype=np.float64))
     return {"fixed": torch.from_numpy(r["fixed"]), "moving": torch.from_numpy(r["moving"]), "frame": r["frame"]}
 

@@ -306,11 +306,11 @@ def info_from_archive(a: Archive, path: str) -> ModelInfo:
 
 
 def default_model_path() -> str:
-    """The model shipped with autoreg: ``$AUTOREG_DEFAULT_MODEL``, else the package's copy."""
-    env = os.environ.get("AUTOREG_DEFAULT_MODEL")
-    if env:
-        return env
-    return os.path.join(os.path.dirname(__file__), "share", "autoreg", "default.autoreg")
+    """The model shipped with autoreg, found by the library's own rule
+    (pipeline/default_model.h: ``$AUTOREG_DEFAULT_MODEL``, else the package's copy)."""
+    from . import _autoreg
+
+    return _autoreg.default_model_path()
 
 
 def resolve_model(path: str | os.PathLike) -> str:

@@ -177,8 +177,7 @@ py::dict model_inputs(const FloatArray& fixed, const py::dict& fixed_geometry, c
 
 py::array apply_field(const py::array& moving, const py::dict& moving_geometry, const FloatArray& field,
                       const py::dict& grid_geometry, bool labels) {
-  const bool is_labels = labels;
-  io::Volume v = is_labels ? volume_of<int32_t>(py::cast<LabelArray>(moving), moving_geometry, "moving")
+  io::Volume v = labels ? volume_of<int32_t>(py::cast<LabelArray>(moving), moving_geometry, "moving")
                            : volume_of<float>(py::cast<FloatArray>(moving), moving_geometry, "moving");
   const io::Geometry grid = geometry_of(grid_geometry, {field.shape(0), field.shape(1), field.shape(2)});
   const at::Tensor u = field_voxels(field, grid);
@@ -188,7 +187,7 @@ py::array apply_field(const py::array& moving, const py::dict& moving_geometry, 
     c10::AutoGradMode no_grad(false);
     warped = io::sample_mapped(v, grid, at::Tensor(), u);
   }
-  if (is_labels) return array_of<int32_t>(warped, 2);
+  if (labels) return array_of<int32_t>(warped, 2);
   return array_of<float>(warped, 2);
 }
 
