@@ -32,13 +32,14 @@ struct RegistrationArgs {
         regularizer("", "regularizer", "instance optimisation's smoothness: diffusion (default; smooth everywhere, brains) or tv (total variation: lets organs slide, e.g. the liver along the body wall)", false, defaults.regularizer, &regularizer_allowed, cmd),
         regularization("", "regularization", "weight λ of the smoothness term (default " + number_text(defaults.regularization) + ")", false, defaults.regularization, "λ", cmd),
         learning_rate("", "learning-rate", "instance optimisation's Adam step in half-resolution voxels of the finest axis, the same length in mm at every level (default " + number_text(defaults.learning_rate) + "; 0.3 in --preset breathing)", false, defaults.learning_rate, "STEP", cmd),
+        ncc_window("", "ncc-window", "instance optimisation's local NCC window in mm along each axis, the same neighbourhood at every level and on thick slices (default 0: 5 voxels of each level, 7 at the finest)", false, defaults.ncc_window_mm, "MM", cmd),
         seed("", "seed", "random seed (default 0)", false, 0, "S", cmd),
         intensity_window("", "intensity-window", "the intensities mapped to 0 and 1, clipped beyond, for both images (e.g. -1000,1000 for CT in HU); default automatic: a CT (its 0.5th percentile at or below -500 HU) gets -1000,1000, anything else its 0.5th and 99.5th percentiles", false, "", "LO,HI", cmd) {}
 
   // Options of this group given on the command line (to refuse them where nothing is registered).
   std::vector<const TCLAP::Arg*> all() const {
     return {&preset, &model, &refine, &iterations, &full_resolution, &affine_iterations, &no_affine, &rigid, &similarity,
-            &regularizer, &regularization, &learning_rate, &seed, &intensity_window};
+            &regularizer, &regularization, &learning_rate, &ncc_window, &seed, &intensity_window};
   }
 
   // The settings the options give: the preset's, with the options given on the command
@@ -57,6 +58,7 @@ struct RegistrationArgs {
     if (regularizer.isSet()) s.regularizer = regularizer.getValue();
     if (regularization.isSet()) s.regularization = regularization.getValue();
     if (learning_rate.isSet()) s.learning_rate = learning_rate.getValue();
+    if (ncc_window.isSet()) s.ncc_window_mm = ncc_window.getValue();
     if (iterations.isSet()) s.iterations = parse_counts("--iterations", iterations.getValue(), 1, 6);
     if (full_resolution.isSet()) s.full_resolution = true;
     if (affine_iterations.isSet()) s.affine_iterations = parse_level_counts("--affine-iterations", affine_iterations.getValue());
@@ -111,6 +113,7 @@ struct RegistrationArgs {
   TCLAP::ValueArg<std::string> regularizer;
   TCLAP::ValueArg<double> regularization;
   TCLAP::ValueArg<double> learning_rate;
+  TCLAP::ValueArg<double> ncc_window;
   TCLAP::ValueArg<uint64_t> seed;
   TCLAP::ValueArg<std::string> intensity_window;
 };

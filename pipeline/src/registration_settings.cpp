@@ -65,6 +65,9 @@ void validate(const RegistrationSettings& s) {
   if (s.iterations.empty() || s.iterations.size() > 6) {
     throw SettingsError("--iterations: 1 to 6 counts, one per pyramid level, got " + std::to_string(s.iterations.size()));
   }
+  if (!(s.ncc_window_mm >= 0) || !std::isfinite(s.ncc_window_mm)) {
+    throw SettingsError("--ncc-window must be 0 (windows in voxels) or a positive number of mm");
+  }
   if (s.intensity_window && !((*s.intensity_window)[1] > (*s.intensity_window)[0])) {
     throw SettingsError("--intensity-window LO,HI needs LO < HI");
   }

@@ -20,7 +20,7 @@ namespace py = pybind11;
 inline pipeline::RegistrationSettings settings_of(const py::dict& kw) {
   static const std::set<std::string> known = {
       "preset", "model", "device", "affine", "deformable", "rigid", "similarity", "regularizer", "regularization",
-      "learning_rate", "iterations", "full_resolution", "affine_iterations", "refine", "seed", "intensity_window"};
+      "learning_rate", "ncc_window_mm", "iterations", "full_resolution", "affine_iterations", "refine", "seed", "intensity_window"};
   for (const auto& item : kw) {
     const std::string key = py::cast<std::string>(item.first);
     if (!known.count(key)) {
@@ -43,6 +43,7 @@ inline pipeline::RegistrationSettings settings_of(const py::dict& kw) {
   if (has("regularizer")) s.regularizer = py::cast<std::string>(kw["regularizer"]);
   if (has("regularization")) s.regularization = py::cast<double>(kw["regularization"]);
   if (has("learning_rate")) s.learning_rate = py::cast<double>(kw["learning_rate"]);
+  if (has("ncc_window_mm")) s.ncc_window_mm = py::cast<double>(kw["ncc_window_mm"]);
   if (has("iterations")) {
     const auto counts = py::cast<std::vector<long long>>(kw["iterations"]);
     s.iterations.clear();

@@ -56,5 +56,26 @@ TEST(BoxFilter, MeansAndGradientsMatchClippedMeans) {
   }
 }
 
+// A box of its own length along each axis (a thick-slice window: few voxels across the
+// slices, more in-plane), the same against the three clipped means with their pads.
+TEST(BoxFilter, PerAxisWindowsMatchClippedMeans) {
+  at::manual_seed(9);
+  c10::AutoGradMode grad(true);
+  using W = autoreg::registration::detail::Window;
+  for (const W& window : {W{1, 3, 5}, W{3, 7, 1}, W{9, 1, 3}}) {
+    SCOPED_TRACE(std::to_string(window[0]) + "x" + std::to_string(window[1]) + "x" + std::to_string(window[2]));
+    const at::Tensor x = at::rand({1, 2, 7, 11, 5}, at::kFloat).requires_grad_();
+    const at::Tensor g = at::randn({1, 2, 7, 11, 5});
+    const at::Tensor ours = autoreg::registration::detail::fast_box_mean(x, window);
+    const at::Tensor want =
+        clipped_mean(clipped_mean(clipped_mean(x.to(at::kDouble), 2, window[0] / 2), 3, window[1] / 2), 4, window[2] / 2)
+            .to(at::kFloat);
+    EXPECT_TRUE(at::allclose(ours, want, 1e-5, 1e-6)) << (ours - want).abs().max().item<float>();
+    const at::Tensor grad_ours = torch::autograd::grad({(ours * g).sum()}, {x})[0];
+    const at::Tensor grad_want = torch::autograd::grad({(want * g).sum()}, {x})[0];
+    EXPECT_TRUE(at::allclose(grad_ours, grad_want, 1e-5, 1e-5)) << (grad_ours - grad_want).abs().max().item<float>();
+  }
+}
+
 }  // namespace
 }  // namespace autoreg::test

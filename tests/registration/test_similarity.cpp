@@ -28,6 +28,20 @@ TEST(LocalNcc, IsOneForIdenticalAndAffinelyRelatedImages) {
   EXPECT_LT(reg::local_ncc(a, at::rand({1, 1, 12, 12, 12}), 5).item<double>(), 0.3);
 }
 
+// A per-axis window: a cube given as three equal lengths is the cubic window; an
+// anisotropic one is 1 for identical images and differs from the cube on other images;
+// a window longer than its axis is clipped to the axis.
+TEST(LocalNcc, PerAxisWindows) {
+  at::manual_seed(4);
+  const at::Tensor a = at::rand({1, 1, 6, 12, 12}), b = at::rand({1, 1, 6, 12, 12});
+  EXPECT_TRUE(at::allclose(reg::local_ncc_map(a, b, reg::NccWindow{5, 5, 5}), reg::local_ncc_map(a, b, 5)));
+  EXPECT_NEAR(reg::local_ncc_map(a, a * 2 + 1, reg::NccWindow{3, 7, 7}).mean().item<double>(), 1.0, 1e-4);
+  EXPECT_GT((reg::local_ncc_map(a, b, reg::NccWindow{1, 7, 7}) - reg::local_ncc_map(a, b, 7)).abs().max().item<double>(), 1e-3);
+  EXPECT_TRUE(at::allclose(reg::local_ncc_map(a, b, reg::NccWindow{9, 5, 5}), reg::local_ncc_map(a, b, reg::NccWindow{5, 5, 5})));
+  EXPECT_NEAR(reg::similarity_loss("ncc", a, b, reg::NccWindow{3, 5, 7}).item<double>(),
+              1 - reg::local_ncc_map(a, b, reg::NccWindow{3, 5, 7}).mean().item<double>(), 1e-6);
+}
+
 TEST(MindSsc, TwelveChannelsInUnitInterval) {
   const at::Tensor d = reg::mind_ssc(smooth_random(3, 16));
   EXPECT_EQ(d.sizes(), at::IntArrayRef({1, 12, 16, 16, 16}));

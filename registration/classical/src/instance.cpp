@@ -111,7 +111,16 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
     const auto at_level = [&](const at::Tensor& t) { return full ? t : downsample(t, plan[level]); };
     const at::Tensor fl = at_level(f), ml = at_level(m);
     const std::vector<int64_t> grid = full ? half : fl.sizes().slice(2).vec();
-    const int64_t window = level + 1 == levels ? 7 : 5;  // the local NCC's, in the level's voxels
+    // The local NCC's window: 5 voxels of the level's grid along every axis, 7 at the
+    // finest level; or window_mm millimetres along each axis (odd, at least 3 voxels).
+    NccWindow window;
+    window.fill(level + 1 == levels ? 7 : 5);
+    if (o.window_mm > 0) {
+      for (int d = 0; d < 3; ++d) {
+        const double voxel = o.spacing[d] * double(full ? 1 : plan[level][d]);
+        if (voxel > 0) window[size_t(d)] = std::max<int64_t>(3, 2 * std::llround((o.window_mm / voxel - 1) / 2) + 1);
+      }
+    }
     // MIND: the descriptors of both images computed once a level, the moving ones warped
     // at each step (as deeds and ConvexAdam do) rather than recomputed from the warped
     // image, compared by MSE. The T1/T2 pair's deformable stage 18.4 s -> 8.3 s; on the

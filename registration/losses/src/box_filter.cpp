@@ -96,9 +96,9 @@ void box_pass(const float* in, float* out, int64_t volumes, int64_t d, int64_t h
   }
 }
 
-at::Tensor box3(const at::Tensor& t, int64_t window, bool adjoint) {
+at::Tensor box3(const at::Tensor& t, const Window& window, bool adjoint) {
   const at::Tensor x = t.contiguous();
-  const int64_t volumes = x.size(0) * x.size(1), d = x.size(2), h = x.size(3), w = x.size(4), p = window / 2;
+  const int64_t volumes = x.size(0) * x.size(1), d = x.size(2), h = x.size(3), w = x.size(4);
   at::Tensor a = at::empty_like(x), b = at::empty_like(x);
   // Mean: D, H, W in turn; its adjoint: the transposes in reverse order.
   const int order[3] = {0, 1, 2};
@@ -106,7 +106,7 @@ at::Tensor box3(const at::Tensor& t, int64_t window, bool adjoint) {
   for (int s = 0; s < 3; ++s) {
     const int axis = adjoint ? order[2 - s] : order[s];
     at::Tensor& dst = s % 2 == 0 ? a : b;
-    box_pass(src, dst.data_ptr<float>(), volumes, d, h, w, axis, p, adjoint);
+    box_pass(src, dst.data_ptr<float>(), volumes, d, h, w, axis, window[size_t(axis)] / 2, adjoint);
     src = dst.data_ptr<float>();
   }
   return a;  // the third pass wrote into `a`
@@ -114,21 +114,25 @@ at::Tensor box3(const at::Tensor& t, int64_t window, bool adjoint) {
 
 class BoxMean : public torch::autograd::Function<BoxMean> {
  public:
-  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& t, int64_t window) {
-    ctx->saved_data["window"] = window;
+  static at::Tensor forward(AutogradContext* ctx, const at::Tensor& t, const Window& window) {
+    ctx->saved_data["window"] = std::vector<int64_t>(window.begin(), window.end());
     return box3(t, window, false);
   }
   static variable_list backward(AutogradContext* ctx, const variable_list& grad) {
-    return {box3(grad[0], ctx->saved_data["window"].toInt(), true), at::Tensor()};
+    const std::vector<int64_t> w = ctx->saved_data["window"].toIntVector();
+    return {box3(grad[0], Window{w[0], w[1], w[2]}, true), at::Tensor()};
   }
 };
 
 }  // namespace
 
-at::Tensor fast_box_mean(const at::Tensor& t, int64_t window) {
-  TORCH_CHECK(t.dim() == 5 && t.device().is_cpu() && t.scalar_type() == at::kFloat && window % 2 == 1,
-              "fast_box_mean: a float32 CPU tensor N×C×D×H×W and an odd window");
+at::Tensor fast_box_mean(const at::Tensor& t, const Window& window) {
+  TORCH_CHECK(t.dim() == 5 && t.device().is_cpu() && t.scalar_type() == at::kFloat &&
+                  window[0] % 2 == 1 && window[1] % 2 == 1 && window[2] % 2 == 1,
+              "fast_box_mean: a float32 CPU tensor N×C×D×H×W and an odd window along each axis");
   return BoxMean::apply(t, window);
 }
+
+at::Tensor fast_box_mean(const at::Tensor& t, int64_t window) { return fast_box_mean(t, Window{window, window, window}); }
 
 }  // namespace autoreg::registration::detail

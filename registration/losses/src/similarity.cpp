@@ -12,17 +12,19 @@
 namespace autoreg::registration {
 namespace {
 
-// Mean over a cubic box of `window` voxels, clipped at the borders, as three 1-D means
-// (3·w instead of w³ operations per voxel). With count_include_pad off each 1-D mean
-// divides by its clipped length, and the product of the clipped lengths is the clipped
-// box's size, so this equals the 3-D clipped mean.
-at::Tensor box_mean(at::Tensor t, int64_t window) {
-  if (t.device().is_cpu() && t.scalar_type() == at::kFloat && window % 2 == 1) return detail::fast_box_mean(t, window);
-  const int64_t pad = window / 2;
-  t = at::avg_pool3d(t, {window, 1, 1}, {1, 1, 1}, {pad, 0, 0}, false, false);
-  t = at::avg_pool3d(t, {1, window, 1}, {1, 1, 1}, {0, pad, 0}, false, false);
-  return at::avg_pool3d(t, {1, 1, window}, {1, 1, 1}, {0, 0, pad}, false, false);
+// Mean over a box of window[d] voxels along each axis, clipped at the borders, as three
+// 1-D means (w_D + w_H + w_W instead of their product operations per voxel). With
+// count_include_pad off each 1-D mean divides by its clipped length, and the product of
+// the clipped lengths is the clipped box's size, so this equals the 3-D clipped mean.
+at::Tensor box_mean(at::Tensor t, const NccWindow& window) {
+  const bool odd = window[0] % 2 == 1 && window[1] % 2 == 1 && window[2] % 2 == 1;
+  if (t.device().is_cpu() && t.scalar_type() == at::kFloat && odd) return detail::fast_box_mean(t, window);
+  t = at::avg_pool3d(t, {window[0], 1, 1}, {1, 1, 1}, {window[0] / 2, 0, 0}, false, false);
+  t = at::avg_pool3d(t, {1, window[1], 1}, {1, 1, 1}, {0, window[1] / 2, 0}, false, false);
+  return at::avg_pool3d(t, {1, 1, window[2]}, {1, 1, 1}, {0, 0, window[2] / 2}, false, false);
 }
+
+at::Tensor box_mean(const at::Tensor& t, int64_t window) { return box_mean(t, NccWindow{window, window, window}); }
 
 // The image shifted by `offset` voxels (out[x] = padded[x + offset]), from an image
 // replicate-padded by `pad` on every side.
@@ -41,15 +43,23 @@ at::Tensor local_ncc(const at::Tensor& a, const at::Tensor& b, int64_t window) {
 
 at::Tensor local_ncc_map(const at::Tensor& a, const at::Tensor& b, int64_t window) {
   // A window wider than the volume (a coarse scale of a small one) shrinks to the widest
-  // odd one that fits.
+  // odd one that fits, alike along every axis (the cube).
   for (int64_t d = 2; d < a.dim(); ++d) window = std::min(window, a.size(d) % 2 ? a.size(d) : a.size(d) - 1);
-  window = std::max<int64_t>(window, 1);
+  return local_ncc_map(a, b, NccWindow{window, window, window});
+}
+
+at::Tensor local_ncc_map(const at::Tensor& a, const at::Tensor& b, NccWindow window) {
+  TORCH_CHECK(a.dim() == 5, "local_ncc: N×C×D×H×W images, got ", a.sizes());
+  // Each axis's window at most the widest odd one that fits it.
+  for (int d = 0; d < 3; ++d) {
+    window[size_t(d)] = std::max<int64_t>(1, std::min(window[size_t(d)], a.size(2 + d) % 2 ? a.size(2 + d) : a.size(2 + d) - 1));
+  }
   const at::Tensor ma = box_mean(a, window), mb = box_mean(b, window);
   const at::Tensor cov = box_mean(a * b, window) - ma * mb;
   const at::Tensor va = (box_mean(a * a, window) - ma * ma).clamp_min(0);
   const at::Tensor vb = (box_mean(b * b, window) - mb * mb).clamp_min(0);
   // VoxelMorph's ε = 1e-5 on window sums, written for window means (÷ n² for n voxels).
-  const double n = double(window) * double(window) * double(window);
+  const double n = double(window[0]) * double(window[1]) * double(window[2]);
   return cov * cov / (va * vb + 1e-5 / (n * n));
 }
 
@@ -99,6 +109,12 @@ void check_similarity(const std::string& kind) {
 
 at::Tensor similarity_loss(const std::string& kind, const at::Tensor& fixed,
                            const at::Tensor& warped, int64_t window, const at::Tensor& weight) {
+  for (int64_t d = 2; d < fixed.dim(); ++d) window = std::min(window, fixed.size(d) % 2 ? fixed.size(d) : fixed.size(d) - 1);
+  return similarity_loss(kind, fixed, warped, NccWindow{window, window, window}, weight);
+}
+
+at::Tensor similarity_loss(const std::string& kind, const at::Tensor& fixed,
+                           const at::Tensor& warped, const NccWindow& window, const at::Tensor& weight) {
   if (weight.defined()) {
     check_similarity(kind);
     // Per-voxel losses, their mean weighted by the mask (ε: an empty mask gives 0, not NaN).
@@ -108,7 +124,7 @@ at::Tensor similarity_loss(const std::string& kind, const at::Tensor& fixed,
     if (kind == "mind") per_voxel = (mind_ssc(fixed) - mind_ssc(warped)).pow(2).mean(1, /*keepdim=*/true);
     return (per_voxel * weight).sum() / (weight.sum() + 1e-8);
   }
-  if (kind == "ncc") return 1 - local_ncc(fixed, warped, window);
+  if (kind == "ncc") return 1 - local_ncc_map(fixed, warped, window).mean();
   if (kind == "mse") return (fixed - warped).pow(2).mean();
   if (kind == "mind") return (mind_ssc(fixed) - mind_ssc(warped)).pow(2).mean();
   check_similarity(kind);

@@ -40,6 +40,10 @@ struct RegistrationSettings {
   // finest axis (the same physical length at every level): 0.15 on brains, 0.3 in the
   // breathing preset (motion of centimetres)
   double learning_rate = 0.15;
+  // --ncc-window: the local NCC window of instance optimisation in mm along each axis
+  // (odd numbers of each level's voxels, at least 3); 0: 5 voxels of each level's grid,
+  // 7 at the finest (on the liver pairs the voxel windows did better, beyond-brains.md)
+  double ncc_window_mm = 0;
   // --iterations: instance optimisation's Adam steps per pyramid level, coarse to fine,
   // the last at 1/2 resolution and each before it halving again (1 to 6 levels; the
   // pyramid planned per axis from the spacing, registration/instance.h)

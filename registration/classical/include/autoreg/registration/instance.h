@@ -38,6 +38,10 @@ struct InstanceOptions {
   // structure (liver vessels at 1.37 mm) that the half-resolution images lose, at about
   // twice the time on the liver slabs (many times on a 1 mm brain).
   bool full_resolution = false;
+  // The local NCC window in millimetres along each axis (odd numbers of each level's
+  // voxels, at least 3), the same physical neighbourhood at every level and on thick
+  // slices; 0: 5 voxels of each level's grid along every axis, 7 at the finest.
+  double window_mm = 0;
   // Squarings of the velocity: 3 (on the validation pairs 06↔07, Dice 0.593/0.590 with
   // 3, 0.592/0.589 with 4 and 5; no folding with any; the deformable stage of 07→06
   // 9.7 s with 5, 7.1 s with 3).

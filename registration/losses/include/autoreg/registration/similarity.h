@@ -5,10 +5,15 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <array>
 #include <cstdint>
 #include <string>
 
 namespace autoreg::registration {
+
+// A local NCC window: odd numbers of voxels along D, H, W (a box; on thick slices fewer
+// voxels along the slice axis, for a window of about the same millimetres each way).
+using NccWindow = std::array<int64_t, 3>;
 
 // Local normalised cross-correlation (mean over voxels, in [0, 1]; 1 = identical up
 // to local affine intensity changes) with a cubic window of `window` voxels (at most the
@@ -16,6 +21,8 @@ namespace autoreg::registration {
 at::Tensor local_ncc(const at::Tensor& a, const at::Tensor& b, int64_t window);
 // The same before its mean: each voxel's squared correlation over its window, N×1×D×H×W.
 at::Tensor local_ncc_map(const at::Tensor& a, const at::Tensor& b, int64_t window);
+// With a box window of window[d] voxels along each axis (each at most what fits its axis).
+at::Tensor local_ncc_map(const at::Tensor& a, const at::Tensor& b, NccWindow window);
 
 // MIND-SSC descriptors (Heinrich et al., MICCAI 2013): for each voxel, 12 channels
 // exp(−D/V) of the patch distances D between the pairs of its six-neighbourhood that
@@ -33,6 +40,9 @@ at::Tensor mind_ssc(const at::Tensor& image, int64_t radius = 2, int64_t dilatio
 // voxels outside the mask do not count (an empty mask: loss 0).
 at::Tensor similarity_loss(const std::string& kind, const at::Tensor& fixed,
                            const at::Tensor& warped, int64_t window = 7, const at::Tensor& weight = {});
+// The same with a box NCC window per axis.
+at::Tensor similarity_loss(const std::string& kind, const at::Tensor& fixed,
+                           const at::Tensor& warped, const NccWindow& window, const at::Tensor& weight = {});
 
 // Throws std::invalid_argument naming `kind` unless it is one of the above.
 void check_similarity(const std::string& kind);
