@@ -136,7 +136,7 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   itkGetConstMacro(Regularization, double);
 
   /** Instance optimisation's Adam step, in half-resolution voxels of the finest axis.
-   * Default: 0.15 (0.3 for breathing motion, as `--preset breathing`). */
+   * Default: 0.15 (0.4 for breathing motion, as `--preset breathing`). */
   itkSetMacro(LearningRate, double);
   itkGetConstMacro(LearningRate, double);
 

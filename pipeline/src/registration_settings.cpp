@@ -8,7 +8,7 @@ const std::vector<Preset>& presets() {
   static const std::vector<Preset> all = {
       {"brain", "adult brain MRI between subjects: affine, two levels, diffusion (the defaults)"},
       {"breathing", "the same patient's frames across breathing (liver, lungs): no affine, four levels "
-                    "(140,140,140,40), total variation (sliding organs, weight 0.7), Adam steps of 0.3 voxels, "
+                    "(140,140,140,40), total variation (sliding organs, weight 0.7), Adam steps of 0.4 voxels, "
                     "the finest level at full resolution"}};
   return all;
 }
@@ -22,7 +22,7 @@ RegistrationSettings preset_settings(const std::string& name) {
     s.iterations = {140, 140, 140, 40};
     s.regularizer = "tv";
     s.regularization = 0.7;
-    s.learning_rate = 0.3;
+    s.learning_rate = 0.4;
     s.full_resolution = true;
     return s;
   }

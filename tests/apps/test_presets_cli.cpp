@@ -52,7 +52,7 @@ TEST_F(PresetsCli, APresetSetsItsSettingsAndOptionsGivenOverrideThem) {
   EXPECT_EQ(s["iterations"].size(), 4u);
   EXPECT_EQ(s["full_resolution"], true);
   EXPECT_EQ(s["regularization"], 0.7);
-  EXPECT_EQ(s["learning_rate"], 0.3);
+  EXPECT_EQ(s["learning_rate"], 0.4);
   s = summary(m + " --preset breathing --regularizer diffusion --rigid --learning-rate 0.2");
   EXPECT_EQ(s["regularizer"], "diffusion");
   EXPECT_EQ(s["learning_rate"], 0.2);

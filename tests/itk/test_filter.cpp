@@ -196,7 +196,7 @@ TEST(RegistrationSettings, PresetsAreNamedSettings) {
   EXPECT_EQ(breathing.preset, "breathing");
   EXPECT_TRUE(breathing.full_resolution);
   EXPECT_EQ(breathing.regularization, 0.7);
-  EXPECT_EQ(breathing.learning_rate, 0.3);
+  EXPECT_EQ(breathing.learning_rate, 0.4);
   EXPECT_NO_THROW(pipeline::validate(breathing));
   EXPECT_EQ(pipeline::presets().size(), 2u);
   try {
@@ -220,7 +220,7 @@ TEST(RegistrationFilter, SetPresetSetsThePresetsSettings) {
   EXPECT_FALSE(filter->GetUseAffine());
   EXPECT_EQ(filter->GetRegularizer(), "tv");
   EXPECT_EQ(filter->GetRegularization(), 0.7);
-  EXPECT_EQ(filter->GetLearningRate(), 0.3);
+  EXPECT_EQ(filter->GetLearningRate(), 0.4);
   EXPECT_TRUE(filter->GetUseFullResolution());
   EXPECT_EQ(filter->GetSeed(), 5u);
   filter->SetRegularizer("diffusion");

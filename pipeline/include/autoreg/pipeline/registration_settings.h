@@ -37,7 +37,7 @@ struct RegistrationSettings {
   // pairs; the breathing preset's tv 0.7, on the liver pairs, docs/beyond-brains.md)
   double regularization = 1.0;
   // --learning-rate: instance optimisation's Adam step, in half-resolution voxels of the
-  // finest axis (the same physical length at every level): 0.15 on brains, 0.3 in the
+  // finest axis (the same physical length at every level): 0.15 on brains, 0.4 in the
   // breathing preset (motion of centimetres)
   double learning_rate = 0.15;
   // --ncc-window: the local NCC window of instance optimisation in mm along each axis
@@ -67,7 +67,7 @@ inline constexpr std::array<double, 2> kCtWindow{-1000, 1000};
 //   breathing  the same patient's frames across breathing (liver, lungs, kidneys): no
 //              affine (the body wall does not move), four levels (motion of centimetres),
 //              total variation (organs slide along the body wall) of weight 0.7, Adam
-//              steps of 0.3 voxels, the finest level compared at full resolution
+//              steps of 0.4 voxels, the finest level compared at full resolution
 //              (vessels of thin in-plane voxels)
 struct Preset {
   std::string name, purpose;
