@@ -1,4 +1,4 @@
-// The options `train` and `search` share for running on many processes
+// The options `train`, `search` and `template` share for running on many processes
 // (docs/distributed.md). Under `--nproc N` the job supervises N ranks of the command line
 // its settings write; started by torchrun, srun or that supervisor, it joins the others
 // (parallel/ranks.h). The work itself is the library's; this is the command line's side.
@@ -6,7 +6,7 @@
 
 #include <tclap/CmdLine.h>
 
-#include "autoreg/parallel/ranks.h"
+#include "autoreg/parallel/scale_out.h"
 #include "exit_codes.h"
 
 namespace autoreg::apps {

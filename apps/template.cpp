@@ -1,6 +1,6 @@
 // autoreg template --images subjects.csv --out DIR [--initial affine-mean|first|FILE]
 //                  [--template-iterations N] [--step S] [--averaging mean|median|sharpened] [registration options]
-//                  [--threads T] [--resume]
+//                  [--threads T] [--resume] [--nproc N [--max-restarts R]]
 //
 // Group-wise registration: an unbiased template of the listed subjects
 // (autoreg/pipeline/template_job.h, docs/template.md).
@@ -13,6 +13,7 @@
 #include "common_args.h"
 #include "exit_codes.h"
 #include "registration_args.h"
+#include "scale_out.h"
 
 namespace autoreg::apps {
 
@@ -33,7 +34,8 @@ int run_template(int argc, char** argv) {
   TCLAP::SwitchArg resume("", "resume", "continue from the last iteration's checkpoint in --out", cmd, false);
   RegistrationArgs registration(cmd);
   DeviceArg device(cmd);
-  ThreadsArg threads(cmd);
+  ThreadsArg threads(cmd, 0, "CPU threads of each process (default: all; with --nproc, the cores shared among the ranks)");
+  ScaleOutArgs scale(cmd);
   cmd.setExceptionHandling(false);
   cmd.parse(argc, argv);
 
@@ -47,8 +49,13 @@ int run_template(int argc, char** argv) {
   s.resume = resume.getValue();
   s.registration = registration.settings(device.value());
   s.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
-  threads.apply();
+  s.threads = threads.value();
+  s.scale = scale.settings();
+  if (s.scale.nproc == 0) threads.apply();  // a supervisor's ranks get theirs
   const nlohmann::json summary = pipeline::build_template(s);
+  // One line for the run: from rank 0 (alone, or as a launcher's rank; under --nproc the
+  // supervisor's rank 0 says it).
+  if (s.scale.nproc > 0 || summary.value("rank", 0) != 0) return kOk;
   std::printf("wrote %s/template.nii.gz (%zu subjects, %zu iterations, %.0f s); QC page %s/index.html\n",
               s.out.c_str(), summary["subjects"].get<size_t>(), summary["iterations"].size(),
               summary["seconds"].get<double>(), s.out.c_str());

@@ -2,7 +2,7 @@
 """`autoreg template` on OASIS-TRT subjects (issue 39): wall time, sharpness and labels.
 
     python bench/template_oasis.py --subjects 10 --out ~/.cache/autoreg/template-oasis [--threads 2]
-        [--leave-one-out K] [--ants]
+        [--leave-one-out K] [--nproc N]
 
 Builds the template of oasis01..N (``$AUTOREG_TEST_DATA`` or ../shared/data) with
 `autoreg template` (default settings, --threads) and reports:
@@ -15,9 +15,8 @@ Builds the template of oasis01..N (``$AUTOREG_TEST_DATA`` or ../shared/data) wit
   template); with --leave-one-out K, for the first K subjects the template is rebuilt
   without the subject, the subject registered to it, and the labels carried back the same
   way (out-of-sample).
-With --ants, ANTsPy's ``ants.build_template`` (its defaults: SyN, 3 iterations, initial
-template the mean of the inputs) runs on the same subjects in the same process for the
-same figures (its registrations to the template for the inverse maps are timed apart).
+With --nproc N, `autoreg template --nproc N` (N ranks of --threads threads each). ANTs'
+reference is bench/template_ants.py (ANTsPy's own Python).
 """
 import argparse
 import csv
@@ -60,7 +59,7 @@ def dice(a, b, labels):
     return float(np.mean(out))
 
 
-def run_template(images, out, threads, log):
+def run_template(images, out, threads, nproc, log):
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "subjects.csv", "w", newline="") as f:
         w = csv.writer(f)
@@ -69,7 +68,8 @@ def run_template(images, out, threads, log):
             w.writerow([image, labels])
     start = time.perf_counter()
     subprocess.run([str(ROOT / "build" / "bin" / "autoreg"), "template", "--images", str(out / "subjects.csv"),
-                    "--out", str(out), "--threads", str(threads)], check=True, stderr=log)
+                    "--out", str(out), "--threads", str(threads)] + (["--nproc", str(nproc)] if nproc else []),
+                   check=True, stderr=log)
     return time.perf_counter() - start
 
 
@@ -95,6 +95,7 @@ def main():
     parser.add_argument("--out", type=pathlib.Path, default=pathlib.Path.home() / ".cache" / "autoreg" / "template-oasis")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--leave-one-out", type=int, default=0)
+    parser.add_argument("--nproc", type=int, default=0, help="ranks (each with --threads threads); 0: one process")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     data = pathlib.Path(os.environ.get("AUTOREG_TEST_DATA", ROOT.parent / "shared" / "data")) / "oasis_trt"
@@ -103,11 +104,11 @@ def main():
     names = [f"oasis{i:02d}_t1" for i in range(1, args.subjects + 1)]
     results = {}
     with open(args.out.parent / "template-oasis.log", "a") if args.out.parent.exists() else open(os.devnull, "w") as log:
-        seconds = run_template(subjects, args.out / "all", args.threads, log)
+        seconds = run_template(subjects, args.out / "all", args.threads, args.nproc, log)
         ncc, energy = sharpness(args.out / "all", names)
         in_sample = [labels_back_dice(args.out / "all" / "template_labels.nii.gz", args.out / "all" / f"{n}_inverse.nii.gz",
                                       labels) for n, (_, labels) in zip(names, subjects)]
-        results["autoreg"] = {"subjects": args.subjects, "seconds": seconds, "local_ncc": ncc, "gradient_energy": energy,
+        results["autoreg"] = {"subjects": args.subjects, "nproc": args.nproc, "threads": args.threads, "seconds": seconds, "local_ncc": ncc, "gradient_energy": energy,
                               "dice_in_sample": float(np.mean(in_sample)), "dice_in_sample_each": in_sample}
         print(json.dumps(results["autoreg"]), flush=True)
         loo = []
@@ -115,7 +116,7 @@ def main():
             held = subjects[k]
             others = subjects[:k] + subjects[k + 1:]
             out = args.out / f"without_{k + 1:02d}"
-            run_template(others, out, args.threads, log)
+            run_template(others, out, args.threads, args.nproc, log)
             # the held-out subject registered to that template (as the final round does)
             import autoreg
 

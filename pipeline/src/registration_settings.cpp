@@ -1,6 +1,7 @@
 #include "autoreg/pipeline/registration_settings.h"
 
 #include <cmath>
+#include <cstdio>
 
 namespace autoreg::pipeline {
 
@@ -82,6 +83,39 @@ std::string counts_text(const std::vector<unsigned>& counts) {
   std::string text;
   for (unsigned n : counts) text += (text.empty() ? "" : ",") + std::to_string(n);
   return text;
+}
+
+std::vector<std::string> to_arguments(const RegistrationSettings& s) {
+  const RegistrationSettings preset = preset_settings(s.preset);
+  const auto number = [](double v) {
+    char buf[40];
+    std::snprintf(buf, sizeof buf, "%.17g", v);
+    return std::string(buf);
+  };
+  std::vector<std::string> w{"--preset", s.preset, "--device", s.device};
+  if (!s.deformable) throw SettingsError("the deformable stage off (--affine-only) has no option here");
+  if (s.rigid) {
+    w.push_back("--rigid");
+  } else if (!s.affine) {
+    w.push_back("--no-affine");
+  } else if (!preset.affine) {
+    throw SettingsError("the affine stage on under --preset " + s.preset + " has no option (only --rigid turns it on)");
+  }
+  if (s.full_resolution) {
+    w.push_back("--full-resolution");
+  } else if (preset.full_resolution) {
+    throw SettingsError("--full-resolution off under --preset " + s.preset + " has no option");
+  }
+  if (!s.model.empty()) w.insert(w.end(), {"--model", s.model, "--refine", std::to_string(s.refine)});
+  if (s.model.empty()) w.insert(w.end(), {"--iterations", counts_text(s.iterations)});
+  w.insert(w.end(), {"--affine-iterations", counts_text(s.affine_iterations), "--similarity", s.similarity,
+                     "--regularizer", s.regularizer, "--regularization", number(s.regularization),
+                     "--learning-rate", number(s.learning_rate), "--ncc-window", number(s.ncc_window_mm),
+                     "--seed", std::to_string(s.seed)});
+  if (s.intensity_window) {
+    w.insert(w.end(), {"--intensity-window", number((*s.intensity_window)[0]) + "," + number((*s.intensity_window)[1])});
+  }
+  return w;
 }
 
 }  // namespace autoreg::pipeline

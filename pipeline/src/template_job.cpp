@@ -8,19 +8,21 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <map>
 
 #include "autoreg/base/atomic_file.h"
 #include "autoreg/io/field.h"
 #include "autoreg/io/grid.h"
-#include "autoreg/io/manifest.h"
 #include "autoreg/io/mapped.h"
 #include "autoreg/ops.h"
+#include "autoreg/pipeline/exit_codes.h"
 #include "autoreg/pipeline/output_files.h"
 #include "autoreg/pipeline/qc_picture.h"
 #include "autoreg/pipeline/register_pair.h"
 #include "autoreg/qc/template_report.h"
 #include "autoreg/segmentation/fusion.h"
+#include "arguments.h"
+#include "long_run.h"
+#include "template_round.h"
 
 namespace autoreg::pipeline {
 namespace {
@@ -30,100 +32,17 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-struct Subject {
-  std::string image, labels, name;
-  io::Volume volume;  // intensities normalised to [0, 1]
-};
-
-// The subjects of the manifest, read and normalised; names from their image files
-// (made unique with _2, _3, ...).
-std::vector<Subject> read_subjects(const TemplateSettings& s, const PairOptions& o) {
-  const auto rows = io::read_csv(s.images, {"image", "labels"}, {"image"}, "image list");
-  if (rows.size() < 2) {
-    throw io::IoError(s.images + ": a template needs at least two subjects, the list has " + std::to_string(rows.size()));
-  }
-  std::vector<Subject> out;
-  std::map<std::string, int> seen;
-  for (const auto& row : rows) {
-    Subject subject;
-    subject.image = io::path_beside(s.images, row.fields[0]);
-    subject.labels = io::path_beside(s.images, row.fields[1]);
-    if (subject.image.empty()) throw io::IoError(s.images + ":" + std::to_string(row.line) + ": a row without an image");
-    subject.name = file_stem(subject.image);
-    if (const int n = ++seen[subject.name]; n > 1) subject.name += "_" + std::to_string(n);
-    io::Volume v = io::read_volume(subject.image);
-    PairResult::Intensity how;
-    v.data = normalise_intensities(v.data, at::Tensor(), o, {0.5, 99.5}, &how);
-    subject.volume = std::move(v);
-    out.push_back(std::move(subject));
-  }
-  return out;
-}
-
-// The average of the warped subjects (each 1×1×D×H×W).
-at::Tensor average(const std::vector<at::Tensor>& warped, const std::string& how) {
-  const at::Tensor stack = at::cat(warped, 0);
-  if (how == "median") return std::get<0>(stack.median(0, /*keepdim=*/true));
-  const at::Tensor mean = stack.mean(0, /*keepdim=*/true);
-  if (how == "mean") return mean;
-  // sharpened: an unsharp mask, the mean plus half its difference from its 3³ box average
-  const at::Tensor blurred = at::avg_pool3d(mean, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, false, false);
-  return (mean + 0.5 * (mean - blurred)).clamp(0, 1);
-}
-
-// Pearson correlation of two volumes over `mask`.
-double correlation(const at::Tensor& a, const at::Tensor& b, const at::Tensor& mask) {
-  const at::Tensor x = a.masked_select(mask).to(at::kDouble), y = b.masked_select(mask).to(at::kDouble);
-  const at::Tensor dx = x - x.mean(), dy = y - y.mean();
-  const double den = std::sqrt((dx * dx).sum().item<double>() * (dy * dy).sum().item<double>());
-  return den > 0 ? (dx * dy).sum().item<double>() / den : 0.0;
-}
-
-struct Round {
-  std::vector<PairResult> results;
-  std::vector<at::Tensor> warped;  // each subject on the template grid
-};
-
-// Every subject registered to the template (fixed), as `autoreg register` does.
-Round register_all(const io::Volume& templ, const std::vector<Subject>& subjects, PairOptions o, bool inverse,
-                   const std::string& stage, const TemplateSettings& s) {
-  o.inverse = inverse;
-  Round round;
-  const at::Tensor foreground = templ.data > 0.1;
-  const double inside = std::max<double>(1, foreground.sum().item<double>());
-  for (size_t i = 0; i < subjects.size(); ++i) {
-    const auto start = Clock::now();
-    const Subject& subject = subjects[i];
-    PairResult r = register_pair({templ.data.clone(), templ.geometry}, subject.volume, o);
-    c10::AutoGradMode no_grad(false);
-    round.warped.push_back(io::sample_mapped(subject.volume, templ.geometry, at::Tensor(), r.displacement));
-    // How much of the template's foreground the subject covers after registration.
-    const io::Volume ones{at::ones_like(subject.volume.data), subject.volume.geometry};
-    const at::Tensor covered = io::sample_mapped(ones, templ.geometry, at::Tensor(), r.displacement) > 0.5;
-    const double fraction = (covered & foreground).sum().item<double>() / inside;
-    if (fraction < 0.5) {
-      char pct[32];
-      std::snprintf(pct, sizeof pct, "%.0f %%", 100 * fraction);
-      throw io::IoError(subject.image + ": after registration it covers only " + pct +
-                        " of the template's foreground; check that it shows the same anatomy and field of view");
-    }
-    round.results.push_back(std::move(r));
-    if (s.log) {
-      char line[512];
-      std::snprintf(line, sizeof line, "template: %s, subject %zu/%zu (%s) %.1f s", stage.c_str(), i + 1,
-                    subjects.size(), subject.name.c_str(), since(start));
-      s.log(line);
-    }
-  }
-  return round;
-}
+using detail::Ranks;
+using detail::Round;
+using detail::Subject;
 
 std::string iteration_file(const TemplateSettings& s, int t, const char* ext) {
   return (fs::path(s.out) / "iterations" / ("template_" + std::to_string(t) + ext)).string();
 }
 
 // The template before the first update.
-io::Volume initial_template(const TemplateSettings& s, const std::vector<Subject>& subjects, const PairOptions& o) {
+io::Volume initial_template(const TemplateSettings& s, const std::vector<Subject>& subjects, const PairOptions& o,
+                            const Ranks& ranks) {
   if (s.initial == "first") return subjects[0].volume;
   if (s.initial != "affine-mean") {
     io::Volume v = io::read_volume(s.initial);
@@ -135,8 +54,8 @@ io::Volume initial_template(const TemplateSettings& s, const std::vector<Subject
   affine.stages = Stages::AffineOnly;
   affine.model.reset();
   affine.refine = 0;
-  const Round round = register_all(subjects[0].volume, subjects, affine, false, "affine mean", s);
-  return {average(round.warped, "mean"), subjects[0].volume.geometry};
+  const Round round = detail::register_all(subjects[0].volume, subjects, affine, false, "affine mean", s, ranks);
+  return {detail::average(round.warped, "mean"), subjects[0].volume.geometry};
 }
 
 // How the average moves to become the next template (Avants et al. 2010): the subjects'
@@ -175,7 +94,7 @@ nlohmann::json iteration_record(int t, const io::Volume& old_t, const Update& u,
   nlohmann::json fits = nlohmann::json::object();
   double sum = 0;
   for (size_t i = 0; i < subjects.size(); ++i) {
-    const double c = correlation(round.warped[i], old_t.data, mask);
+    const double c = detail::correlation(round.warped[i], old_t.data, mask);
     fits[subjects[i].name] = c;
     sum += c;
   }
@@ -206,37 +125,139 @@ std::vector<nlohmann::json> done_iterations(const TemplateSettings& s) {
   return lines;
 }
 
+// Each rank writes its own subjects' outputs (fields, warped image and labels); rank 0
+// the template and the label map fused from every subject's warped labels.
 void write_outputs(const TemplateSettings& s, const io::Volume& templ, const std::vector<Subject>& subjects,
-                   const Round& final_round, nlohmann::json& summary) {
+                   const Round& final_round, nlohmann::json& summary, const Ranks& ranks) {
   const fs::path out(s.out);
-  io::write_volume((out / "template.nii.gz").string(), templ);
+  if (ranks.lead()) io::write_volume((out / "template.nii.gz").string(), templ);
+  const bool all_labels =
+      std::all_of(subjects.begin(), subjects.end(), [](const Subject& subject) { return !subject.labels.empty(); });
+  std::vector<at::Tensor> warped_labels(subjects.size());
+  std::exception_ptr failure;
+  for (size_t i = 0; i < subjects.size() && !failure; ++i) {
+    if (!ranks.mine(i)) continue;
+    try {
+      const Subject& subject = subjects[i];
+      const PairResult& r = final_round.results[i];
+      io::write_displacement_field((out / (subject.name + "_field.nii.gz")).string(), r.displacement, templ.geometry);
+      io::write_displacement_field((out / (subject.name + "_inverse.nii.gz")).string(), r.inverse, subject.volume.geometry);
+      io::write_volume((out / (subject.name + "_warped.nii.gz")).string(), {final_round.warped[i], templ.geometry});
+      if (subject.labels.empty()) continue;
+      io::Volume labels = io::read_volume(subject.labels, io::PixelKind::Labels);
+      if (!io::same_grid(labels.geometry, subject.volume.geometry)) {
+        throw io::IoError(subject.labels + ": not on the grid of its image " + subject.image);
+      }
+      c10::AutoGradMode no_grad(false);
+      warped_labels[i] = io::sample_mapped(labels, templ.geometry, at::Tensor(), r.displacement).to(at::kInt);
+      io::write_volume((out / (subject.name + "_warped_labels.nii.gz")).string(), {warped_labels[i], templ.geometry});
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  ranks.stop_if_failed(failure);
+  if (!all_labels) return;
   segmentation::Atlases atlases;
-  bool all_labels = true;
+  const auto& size = templ.geometry.size;
   for (size_t i = 0; i < subjects.size(); ++i) {
-    const Subject& subject = subjects[i];
-    const PairResult& r = final_round.results[i];
-    io::write_displacement_field((out / (subject.name + "_field.nii.gz")).string(), r.displacement, templ.geometry);
-    io::write_displacement_field((out / (subject.name + "_inverse.nii.gz")).string(), r.inverse, subject.volume.geometry);
-    io::write_volume((out / (subject.name + "_warped.nii.gz")).string(), {final_round.warped[i], templ.geometry});
-    if (subject.labels.empty()) {
-      all_labels = false;
-      continue;
-    }
-    io::Volume labels = io::read_volume(subject.labels, io::PixelKind::Labels);
-    if (!io::same_grid(labels.geometry, subject.volume.geometry)) {
-      throw io::IoError(subject.labels + ": not on the grid of its image " + subject.image);
-    }
-    c10::AutoGradMode no_grad(false);
-    const at::Tensor warped = io::sample_mapped(labels, templ.geometry, at::Tensor(), r.displacement);
-    io::write_volume((out / (subject.name + "_warped_labels.nii.gz")).string(), {warped, templ.geometry});
+    if (!ranks.mine(i)) warped_labels[i] = at::zeros({1, 1, size[0], size[1], size[2]}, at::kInt);
+    std::vector<at::Tensor> shared{warped_labels[i]};
+    ranks.share(shared);
     atlases.images.push_back(final_round.warped[i][0][0]);
-    atlases.labels.push_back(warped[0][0]);
+    atlases.labels.push_back(shared[0][0][0]);
   }
-  if (all_labels) {
-    const auto fused = segmentation::fuse(templ.data[0][0], atlases);
-    io::write_volume((out / "template_labels.nii.gz").string(), {fused.labels.unsqueeze(0).unsqueeze(0), templ.geometry});
-    summary["template_labels"] = "template_labels.nii.gz";
+  summary["template_labels"] = "template_labels.nii.gz";
+  if (!ranks.lead()) return;
+  const auto fused = segmentation::fuse(templ.data[0][0], atlases);
+  io::write_volume((out / "template_labels.nii.gz").string(), {fused.labels.unsqueeze(0).unsqueeze(0), templ.geometry});
+}
+
+// The next template from the current one (one iteration), its checkpoint written by
+// rank 0; the iteration's log line appended to `iterations`.
+io::Volume iterate(const TemplateSettings& s, int t, const io::Volume& templ, const std::vector<Subject>& subjects,
+                   const PairOptions& o, const Ranks& ranks, std::vector<nlohmann::json>& iterations) {
+  const auto begun = Clock::now();
+  const Round round = detail::register_all(
+      templ, subjects, o, false, "iteration " + std::to_string(t) + "/" + std::to_string(s.iterations), s, ranks);
+  c10::AutoGradMode no_grad(false);
+  const Update u = shape_update(round, templ.geometry, s.step);
+  const io::Volume next{
+      ops::warp(detail::average(round.warped, s.averaging), u.update, ops::Interpolation::Linear, ops::Padding::Border),
+      templ.geometry};
+  iterations.push_back(iteration_record(t, templ, u, round, subjects, since(begun)));
+  if (!ranks.lead()) return next;
+  io::write_volume(iteration_file(s, t, ".nii.gz"), next);
+  write_qc_picture(iteration_file(s, t, ".png"),
+                   {next.data, templ.data, at::Tensor(), u.update, templ.geometry,
+                    "autoreg template: iteration " + std::to_string(t) + " (fixed: the new template; warped: the one before)",
+                    "shape update: the mean affine inverted, and the mean deformation x " + std::to_string(s.step).substr(0, 4) + " backwards"});
+  const nlohmann::json& line = iterations.back();
+  write_json_file((fs::path(s.out) / "state.json").string(), {{"iterations", iterations}});
+  std::string log_text;
+  for (const auto& l : iterations) log_text += l.dump() + "\n";
+  base::write_file_atomically((fs::path(s.out) / "template.log.jsonl").string(), log_text);
+  if (s.log) {
+    char text[256];
+    std::snprintf(text, sizeof text, "template: iteration %d/%d: shape update %.3f mm, similarity %.4f, %.0f s", t,
+                  s.iterations, line["update_mm"].get<double>(), line["similarity"].get<double>(), line["seconds"].get<double>());
+    s.log(text);
   }
+  return next;
+}
+
+// The template built by this process, alone or as one of the ranks.
+nlohmann::json build_on(const TemplateSettings& s, const Ranks& ranks) {
+  const auto start = Clock::now();
+  const PairOptions o = pair_options(s.registration);
+  const std::vector<Subject> subjects = detail::read_subjects(s, o);
+  std::vector<nlohmann::json> iterations = done_iterations(s);
+  io::Volume templ;
+  if (iterations.empty()) {
+    templ = initial_template(s, subjects, o, ranks);
+    if (ranks.lead()) io::write_volume(iteration_file(s, 0, ".nii.gz"), templ);
+  } else {
+    templ = io::read_volume(iteration_file(s, int(iterations.size()), ".nii.gz"));
+    if (s.log && ranks.lead()) s.log("template: resuming after iteration " + std::to_string(iterations.size()));
+  }
+  for (int t = int(iterations.size()) + 1; t <= s.iterations; ++t) {
+    templ = iterate(s, t, templ, subjects, o, ranks, iterations);
+    if (s.after_checkpoint) s.after_checkpoint(t);
+  }
+  const Round final_round = detail::register_all(templ, subjects, o, true, "final registrations", s, ranks);
+  nlohmann::json summary = {{"subjects", subjects.size()}, {"iterations", iterations}, {"template", "template.nii.gz"},
+                            {"ranks", ranks.world},
+                            {"settings", {{"initial", s.initial}, {"step", s.step}, {"averaging", s.averaging},
+                                          {"preset", s.registration.preset}, {"model", s.registration.model},
+                                          {"similarity", s.registration.similarity}}}};
+  write_outputs(s, templ, subjects, final_round, summary, ranks);
+  const at::Tensor mask = templ.data > 0.1;
+  nlohmann::json fits = nlohmann::json::object();
+  for (size_t i = 0; i < subjects.size(); ++i) {
+    fits[subjects[i].name] = detail::correlation(final_round.warped[i], templ.data, mask);
+  }
+  summary["final_similarity"] = fits;
+  summary["seconds"] = since(start);
+  if (!ranks.lead()) {
+    summary["rank"] = ranks.rank;
+    return summary;
+  }
+  write_json_file((fs::path(s.out) / "summary.json").string(), summary);
+  base::write_file_atomically((fs::path(s.out) / "index.html").string(), qc::render_template_report(summary));
+  summary["rank"] = ranks.rank;
+  return summary;
+}
+
+std::string failures_file(const TemplateSettings& s) { return (fs::path(s.out) / "failures.jsonl").string(); }
+
+// Under --nproc: the ranks are `autoreg template` processes of these settings; the
+// summary is the one rank 0 wrote.
+nlohmann::json build_supervised(const TemplateSettings& s) {
+  detail::supervise_job(to_arguments(s), s.executable, s.scale, s.threads, failures_file(s));
+  const fs::path summary = fs::path(s.out) / "summary.json";
+  std::ifstream in(summary);
+  nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded()) throw io::IoError(summary.string() + ": the ranks ended without writing it");
+  return j;
 }
 
 }  // namespace
@@ -250,66 +271,43 @@ void validate(const TemplateSettings& s) {
     throw SettingsError("--averaging must be mean, median or sharpened, got '" + s.averaging + "'");
   }
   if (!s.registration.deformable) throw SettingsError("a template needs the deformable stage");
+  if (s.threads < 0) throw SettingsError("--threads must be >= 0");
   validate(s.registration);
+  parallel::validate(s.scale);
 }
 
-nlohmann::json build_template(const TemplateSettings& s) {
-  validate(s);
-  const auto start = Clock::now();
-  make_output_folder("--out", s.out);
-  make_output_folder("--out", (fs::path(s.out) / "iterations").string());
-  const PairOptions o = pair_options(s.registration);
-  const std::vector<Subject> subjects = read_subjects(s, o);
-  std::vector<nlohmann::json> iterations = done_iterations(s);
-  io::Volume templ;
-  if (iterations.empty()) {
-    templ = initial_template(s, subjects, o);
-    io::write_volume(iteration_file(s, 0, ".nii.gz"), templ);
-  } else {
-    templ = io::read_volume(iteration_file(s, int(iterations.size()), ".nii.gz"));
-    if (s.log) s.log("template: resuming after iteration " + std::to_string(iterations.size()));
+std::vector<std::string> to_arguments(const TemplateSettings& s) {
+  detail::Arguments a("template");
+  a.text("--images", s.images).text("--out", s.out).integer("--template-iterations", s.iterations);
+  a.text("--initial", s.initial).number("--step", s.step).text("--averaging", s.averaging).flag("--resume", s.resume);
+  if (s.threads > 0) a.integer("--threads", s.threads);
+  a.number("--collective-timeout", s.scale.collective_timeout_s);
+  std::vector<std::string> words = a.words();
+  const std::vector<std::string> registration = to_arguments(s.registration);
+  words.insert(words.end(), registration.begin(), registration.end());
+  return words;
+}
+
+nlohmann::json build_template(const TemplateSettings& settings) {
+  validate(settings);
+  make_output_folder("--out", settings.out);
+  make_output_folder("--out", (fs::path(settings.out) / "iterations").string());
+  if (settings.scale.nproc > 0) return build_supervised(settings);
+  parallel::Distributed dist = parallel::join_if_distributed(settings.scale, settings.registration.device);
+  TemplateSettings s = settings;
+  s.resume = s.resume || dist.restarted();  // a launcher's restart continues from the checkpoint
+  const Ranks ranks{dist.collective.get(), dist.rank(), dist.world()};
+  if (s.log && ranks.world > 1 && ranks.lead()) {
+    s.log("template: " + std::to_string(ranks.world) + " ranks, each registering its share of the subjects");
   }
-  for (int t = int(iterations.size()) + 1; t <= s.iterations; ++t) {
-    const auto begun = Clock::now();
-    const Round round = register_all(templ, subjects, o, false, "iteration " + std::to_string(t) + "/" + std::to_string(s.iterations), s);
-    c10::AutoGradMode no_grad(false);
-    const Update u = shape_update(round, templ.geometry, s.step);
-    const io::Volume next{ops::warp(average(round.warped, s.averaging), u.update, ops::Interpolation::Linear, ops::Padding::Border),
-                          templ.geometry};
-    io::write_volume(iteration_file(s, t, ".nii.gz"), next);
-    write_qc_picture(iteration_file(s, t, ".png"),
-                     {next.data, templ.data, at::Tensor(), u.update, templ.geometry,
-                      "autoreg template: iteration " + std::to_string(t) + " (fixed: the new template; warped: the one before)",
-                      "shape update: the mean affine inverted, and the mean deformation x " + std::to_string(s.step).substr(0, 4) + " backwards"});
-    iterations.push_back(iteration_record(t, templ, u, round, subjects, since(begun)));
-    const nlohmann::json& line = iterations.back();
-    write_json_file((fs::path(s.out) / "state.json").string(), {{"iterations", iterations}});
-    std::string log_text;
-    for (const auto& l : iterations) log_text += l.dump() + "\n";
-    base::write_file_atomically((fs::path(s.out) / "template.log.jsonl").string(), log_text);
-    if (s.log) {
-      char text[256];
-      std::snprintf(text, sizeof text, "template: iteration %d/%d: shape update %.3f mm, similarity %.4f, %.0f s", t,
-                    s.iterations, line["update_mm"].get<double>(), line["similarity"].get<double>(), line["seconds"].get<double>());
-      s.log(text);
-    }
-    templ = next;
-    if (s.after_checkpoint) s.after_checkpoint(t);
+  try {
+    return build_on(s, ranks);
+  } catch (const base::Interrupted&) {
+    throw;
+  } catch (const std::exception& e) {
+    parallel::diagnose_own_failure(dist, e, exit_code(e), failures_file(s));
+    throw;
   }
-  const Round final_round = register_all(templ, subjects, o, true, "final registrations", s);
-  nlohmann::json summary = {{"subjects", subjects.size()}, {"iterations", iterations}, {"template", "template.nii.gz"},
-                            {"settings", {{"initial", s.initial}, {"step", s.step}, {"averaging", s.averaging},
-                                          {"preset", s.registration.preset}, {"model", s.registration.model},
-                                          {"similarity", s.registration.similarity}}}};
-  write_outputs(s, templ, subjects, final_round, summary);
-  const at::Tensor mask = templ.data > 0.1;
-  nlohmann::json fits = nlohmann::json::object();
-  for (size_t i = 0; i < subjects.size(); ++i) fits[subjects[i].name] = correlation(final_round.warped[i], templ.data, mask);
-  summary["final_similarity"] = fits;
-  summary["seconds"] = since(start);
-  write_json_file((fs::path(s.out) / "summary.json").string(), summary);
-  base::write_file_atomically((fs::path(s.out) / "index.html").string(), qc::render_template_report(summary));
-  return summary;
 }
 
 }  // namespace autoreg::pipeline

@@ -1,5 +1,5 @@
 // The long-run jobs as a program of one's own calls them (pipeline/train_job.h,
-// search_job.h, adapt_job.h): settings written back as the command line that parses into
+// search_job.h, adapt_job.h, template_job.h): settings written back as the command line that parses into
 // them (what the --nproc supervisor's ranks and the search's evaluation watcher run),
 // their validation, and a training run through the library alone.
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -19,6 +20,7 @@
 #include "autoreg/io/volume.h"
 #include "autoreg/pipeline/adapt_job.h"
 #include "autoreg/pipeline/search_job.h"
+#include "autoreg/pipeline/template_job.h"
 #include "autoreg/pipeline/train_job.h"
 #include "autoreg/registration/model_file.h"
 
@@ -94,6 +96,64 @@ TEST(TrainSettings, TheCommandLineCarriesEverySettingAndReadsBackExactly) {
   EXPECT_EQ(value_of(dw, "--steps"), "1000");
   EXPECT_EQ(value_of(dw, "--similarity"), "ncc");
   EXPECT_FALSE(has(dw, "--batch") || has(dw, "--threads") || has(dw, "--grid") || has(dw, "--genotype"));
+}
+
+// The template's ranks get its settings and each registration's, exactly; settings no
+// option of `register` expresses are refused rather than changed.
+TEST(TemplateSettings, TheCommandLineCarriesTheRegistrationSettings) {
+  pipeline::TemplateSettings s;
+  s.images = "subjects.csv";
+  s.out = "t";
+  s.iterations = 3;
+  s.step = 0.2;
+  s.averaging = "median";
+  s.threads = 2;
+  s.scale.nproc = 2;
+  s.registration = pipeline::preset_settings("breathing");
+  s.registration.rigid = true;
+  s.registration.affine = true;
+  s.registration.regularization = 1.0 / 3.0;
+  s.registration.ncc_window_mm = 7.5;
+  s.registration.seed = 99;
+  s.registration.intensity_window = std::array<double, 2>{-1000, 400};
+  Words w = pipeline::to_arguments(s);
+  ASSERT_FALSE(w.empty());
+  EXPECT_EQ(w[0], "template");
+  EXPECT_EQ(value_of(w, "--images"), "subjects.csv");
+  EXPECT_EQ(value_of(w, "--template-iterations"), "3");
+  EXPECT_EQ(read_back(value_of(w, "--step")), 0.2);
+  EXPECT_EQ(value_of(w, "--averaging"), "median");
+  EXPECT_EQ(value_of(w, "--threads"), "2");
+  EXPECT_FALSE(has(w, "--nproc")) << "the ranks are not supervisors";
+  EXPECT_EQ(value_of(w, "--preset"), "breathing");
+  EXPECT_EQ(value_of(w, "--rigid"), "<flag>");
+  EXPECT_FALSE(has(w, "--no-affine")) << "--rigid turns the preset's affine stage back on";
+  EXPECT_EQ(value_of(w, "--full-resolution"), "<flag>");
+  EXPECT_EQ(value_of(w, "--iterations"), "140,140,140,40");
+  EXPECT_EQ(value_of(w, "--regularizer"), "tv");
+  EXPECT_EQ(read_back(value_of(w, "--regularization")), 1.0 / 3.0);
+  EXPECT_EQ(read_back(value_of(w, "--learning-rate")), 0.4);
+  EXPECT_EQ(read_back(value_of(w, "--ncc-window")), 7.5);
+  EXPECT_EQ(value_of(w, "--seed"), "99");
+  EXPECT_EQ(value_of(w, "--intensity-window"), "-1000,400");
+  EXPECT_FALSE(has(w, "--model"));
+
+  // With a model: --model and --refine, no --iterations (register refuses them together).
+  s.registration = pipeline::RegistrationSettings();
+  s.registration.model = "default";
+  s.registration.refine = 5;
+  w = pipeline::to_arguments(s);
+  EXPECT_EQ(value_of(w, "--model"), "default");
+  EXPECT_EQ(value_of(w, "--refine"), "5");
+  EXPECT_FALSE(has(w, "--iterations") || has(w, "--rigid") || has(w, "--no-affine") || has(w, "--full-resolution"));
+
+  // The affine stage on under breathing without --rigid, or full resolution off: no option says so.
+  s.registration = pipeline::preset_settings("breathing");
+  s.registration.affine = true;
+  EXPECT_THROW(pipeline::to_arguments(s), base::UsageError);
+  s.registration = pipeline::preset_settings("breathing");
+  s.registration.full_resolution = false;
+  EXPECT_THROW(pipeline::to_arguments(s), base::UsageError);
 }
 
 TEST(TrainSettings, ValidationNamesTheOption) {

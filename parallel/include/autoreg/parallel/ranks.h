@@ -14,20 +14,10 @@
 #include <vector>
 
 #include "autoreg/parallel/rendezvous.h"
+#include "autoreg/parallel/scale_out.h"
 #include "autoreg/registration/collective.h"
 
 namespace autoreg::parallel {
-
-// The options of a run on many processes that `train` and `search` share.
-struct ScaleOut {
-  int nproc = 0;                      // > 0: supervise this many ranks on this machine (--nproc)
-  int max_restarts = 0;               // with nproc: restarts after a failure (--max-restarts)
-  double collective_timeout_s = 600;  // a rank waiting longer for the others fails (--collective-timeout)
-};
-
-// A UsageError (base/errors.h) naming the option when the settings cannot run, or ask
-// for a supervisor inside a launcher.
-void validate(const ScaleOut& s);
 
 // The ranks a supervisor ran ended with a non-zero exit code (the supervisor's messages
 // and the failures file say why): a command exits with `code`.

@@ -11,8 +11,6 @@
 #include <string>
 #include <vector>
 
-#include <vector>
-
 #include "autoreg/base/errors.h"
 
 namespace autoreg::pipeline {
@@ -82,6 +80,12 @@ void apply_preset(const std::string& name, RegistrationSettings& s);
 
 // Throws SettingsError for settings that contradict each other or are out of range.
 void validate(const RegistrationSettings& settings);
+
+// The options of `autoreg register` that give these settings back (the command line of
+// a job's ranks; numbers exact). A SettingsError for settings no option expresses (the
+// affine stage on under a preset that turns it off, other than by --rigid; full
+// resolution off under one that turns it on; the deformable stage off).
+std::vector<std::string> to_arguments(const RegistrationSettings& settings);
 
 // Counts as the command line writes them: {70, 20} → "70,20".
 std::string counts_text(const std::array<unsigned, 2>& counts);

@@ -11,6 +11,10 @@
 //
 // Intensities: every subject is normalised to [0, 1] (its 0.5th and 99.5th percentiles,
 // or the CT window) before averaging, so the template is on that scale.
+// Many processes (--nproc, torchrun, srun; docs/distributed.md): rank r registers the
+// subjects i ≡ r (mod world) and every rank gets every result exactly (template_round.h),
+// so the template is the one process's bit for bit (same threads per process); each rank
+// writes its own subjects' outputs, rank 0 the template, checkpoints, labels and report.
 // Checkpoints: after each iteration the template (iterations/template_<t>.nii.gz) and
 // state.json; --resume continues from the last one and ends as an uninterrupted run
 // would, bit for bit (same settings and threads).
@@ -22,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "autoreg/parallel/scale_out.h"
 #include "autoreg/pipeline/registration_settings.h"
 
 namespace autoreg::pipeline {
@@ -35,6 +40,9 @@ struct TemplateSettings {
   std::string averaging = "mean";      // mean, median, sharpened (the mean, unsharp-masked)
   RegistrationSettings registration;   // how each subject is registered to the template
   bool resume = false;
+  int threads = 0;                     // --threads of each rank (0: the library's default)
+  parallel::ScaleOut scale;            // nproc > 0: supervise that many ranks of this command line
+  std::string executable;              // the autoreg command the ranks run; "": executable.h
   // Called with each progress line (stderr on the command line).
   std::function<void(const std::string&)> log;
   // Called after each iteration's checkpoint (tests interrupt a run here).
@@ -44,9 +52,14 @@ struct TemplateSettings {
 // A base::UsageError naming the option for a setting out of range.
 void validate(const TemplateSettings& s);
 
-// Builds the template; returns the summary (also written to DIR/summary.json). Throws
+// Builds the template; returns the summary (also written to DIR/summary.json; in the
+// process that built it, with "rank": this process's rank, 0 alone). Throws
 // io::IoError naming the file for bad input (a manifest of fewer than two subjects,
 // an unreadable image, subjects whose fields of view barely overlap the template).
 nlohmann::json build_template(const TemplateSettings& settings);
+
+// The command line (`template` first, no --nproc) that gives these settings back: what
+// the supervisor's ranks run.
+std::vector<std::string> to_arguments(const TemplateSettings& settings);
 
 }  // namespace autoreg::pipeline

@@ -1,0 +1,63 @@
+// One round of `autoreg template` (template_job.h): every subject registered to the
+// current template, spread over the ranks of a distributed run. Rank r registers the
+// subjects i ≡ r (mod world); then every rank gets every subject's result by a sum over
+// the ranks in which the other ranks give zeros, so each rank holds, bit for bit, what one
+// process registering all of them would hold, and computes the same next template.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "autoreg/io/volume.h"
+#include "autoreg/pipeline/register_pair.h"
+#include "autoreg/pipeline/template_job.h"
+#include "autoreg/registration/collective.h"
+
+namespace autoreg::pipeline::detail {
+
+struct Subject {
+  std::string image, labels, name;
+  io::Volume volume;  // intensities normalised to [0, 1]
+};
+
+// The subjects of the manifest, read and normalised; names from their image files
+// (made unique with _2, _3, ...).
+std::vector<Subject> read_subjects(const TemplateSettings& s, const PairOptions& o);
+
+// The processes a template is built on (one without a collective).
+struct Ranks {
+  registration::Collective* collective = nullptr;
+  int rank = 0, world = 1;
+  bool mine(size_t subject) const { return int(subject % size_t(world)) == rank; }
+  bool lead() const { return rank == 0; }
+  // Every rank stops when one failed: its exception rethrown where it happened, a
+  // message naming that another rank failed elsewhere.
+  void stop_if_failed(const std::exception_ptr& failure) const;
+  // Each tensor summed over the ranks in place: the owner's values and zeros elsewhere
+  // give every rank the owner's, exactly.
+  void share(std::vector<at::Tensor>& tensors) const;
+};
+
+struct Round {
+  // Every subject's: on a rank other than its owner, `displacement` and `affine` alone
+  // (no `inverse`).
+  std::vector<PairResult> results;
+  std::vector<at::Tensor> warped;  // each subject on the template grid
+};
+
+// Every subject registered to the template (fixed), as `autoreg register` does, with the
+// inverse fields when `inverse`. `stage` names the round in the progress lines. Throws
+// io::IoError naming a subject that covers less than half the template's foreground.
+Round register_all(const io::Volume& templ, const std::vector<Subject>& subjects, PairOptions o, bool inverse,
+                   const std::string& stage, const TemplateSettings& s, const Ranks& ranks);
+
+// The average of the warped subjects (each 1×1×D×H×W): mean, median or sharpened.
+at::Tensor average(const std::vector<at::Tensor>& warped, const std::string& how);
+
+// Pearson correlation of two volumes over `mask`.
+double correlation(const at::Tensor& a, const at::Tensor& b, const at::Tensor& mask);
+
+}  // namespace autoreg::pipeline::detail
