@@ -158,9 +158,8 @@ void write_outputs(const TemplateSettings& s, const io::Volume& templ, const std
   ranks.stop_if_failed(failure);
   if (!all_labels) return;
   segmentation::Atlases atlases;
-  const auto& size = templ.geometry.size;
   for (size_t i = 0; i < subjects.size(); ++i) {
-    if (!ranks.mine(i)) warped_labels[i] = at::zeros({1, 1, size[0], size[1], size[2]}, at::kInt);
+    if (!ranks.mine(i)) warped_labels[i] = at::zeros_like(templ.data, at::kInt);
     std::vector<at::Tensor> shared{warped_labels[i]};
     ranks.share(shared);
     atlases.images.push_back(final_round.warped[i][0][0]);

@@ -115,13 +115,13 @@ Round register_all(const io::Volume& templ, const std::vector<Subject>& subjects
   if (ranks.world == 1) return round;
   // Every subject's warped image, field and affine to every rank, one subject at a time
   // (a few volumes' worth of buffers, not the cohort's).
-  const auto& size = templ.geometry.size;
+  const int64_t d = templ.data.size(2), h = templ.data.size(3), w = templ.data.size(4);
   c10::AutoGradMode no_grad(false);
   for (size_t i = 0; i < n; ++i) {
     PairResult& r = round.results[i];
     if (!ranks.mine(i)) {
-      round.warped[i] = at::zeros({1, 1, size[0], size[1], size[2]}, at::kFloat);
-      r.displacement = at::zeros({1, 3, size[0], size[1], size[2]}, at::kFloat);
+      round.warped[i] = at::zeros({1, 1, d, h, w}, at::kFloat);
+      r.displacement = at::zeros({1, 3, d, h, w}, at::kFloat);
       r.affine = at::zeros({4, 4}, at::kDouble);
     }
     std::vector<at::Tensor> shared{round.warped[i], r.displacement, r.affine};

@@ -21,9 +21,9 @@ class TemplateCli : public Cli {
   void SetUp() override {
     Cli::SetUp();
     at::manual_seed(3);
-    const at::Tensor blobs = at::upsample_trilinear3d(at::rand({1, 1, 4, 4, 4}), {16, 16, 16}, true);
-    io::Geometry g;
-    g.size = {16, 16, 16};
+    const at::Tensor blobs = at::upsample_trilinear3d(at::rand({1, 1, 4, 4, 4}), {12, 16, 20}, true);
+    io::Geometry g;  // not a cube: the grid's (i, j, k) sizes are the tensor's (W, H, D)
+    g.size = {20, 16, 12};
     g.spacing = {2, 2, 2};
     std::ofstream csv(path("subjects.csv"));
     csv << "image\n";
@@ -39,10 +39,10 @@ class TemplateCli : public Cli {
     for (int i = 0; i < 3; ++i) {
       io::Geometry lg = g;
       if (i == 1) lg.size = {8, 8, 8};
-      io::write_volume(path("l" + std::to_string(i) + ".nii.gz"), {at::ones({1, 1, lg.size[0], lg.size[1], lg.size[2]}, at::kInt), lg});
+      io::write_volume(path("l" + std::to_string(i) + ".nii.gz"), {at::ones({1, 1, lg.size[2], lg.size[1], lg.size[0]}, at::kInt), lg});
       labelled << "s" << i << ".nii.gz,l" << i << ".nii.gz\n";
     }
-    io::write_volume(path("flat.nii.gz"), {at::full({1, 1, 16, 16, 16}, 5.0f), g});
+    io::write_volume(path("flat.nii.gz"), {at::full({1, 1, 12, 16, 20}, 5.0f), g});
     std::ofstream flat(path("flat.csv"));
     flat << "image\ns0.nii.gz\nflat.nii.gz\n";
   }
