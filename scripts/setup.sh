@@ -26,6 +26,7 @@ APT_PACKAGES=(build-essential cmake ninja-build ccache git python3 python3-venv
   libbenchmark-dev
   libdeflate-dev   # the parallel .nii.gz writer
   zlib1g-dev       # reading .gz inputs to their end (files cut short)
+  libtcmalloc-minimal4  # the autoreg executable's malloc (less memory, faster; apps/CMakeLists.txt)
   libhdf5-dev      # checking .h5 transform files before ITK reads them
   libgloo-dev      # gloo's headers, which c10d's ProcessGroupGloo.hpp includes (parallel/)
   libgdcm-tools    # GDCM's CMake package (pulled in by ITK) names its tools
