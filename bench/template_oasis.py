@@ -22,6 +22,7 @@ import argparse
 import csv
 import json
 import os
+import resource
 import pathlib
 import subprocess
 import time
@@ -118,7 +119,9 @@ def main():
         in_sample = [labels_back_dice(args.out / "all" / "template_labels.nii.gz", args.out / "all" / f"{n}_inverse.nii.gz",
                                       labels) for n, (_, labels) in zip(names, subjects)]
         results["autoreg"] = {"subjects": args.subjects, "nproc": args.nproc, "threads": args.threads, "seconds": seconds, "local_ncc": ncc, "gradient_energy": energy,
-                              "dice_in_sample": float(np.mean(in_sample)), "dice_in_sample_each": in_sample}
+                              "dice_in_sample": float(np.mean(in_sample)), "dice_in_sample_each": in_sample,
+                              # the largest process's peak (a rank's, with --nproc; 0 with --reuse)
+                              "peak_rss_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024}
         print(json.dumps(results["autoreg"]), flush=True)
         loo = []
         for k in range(args.leave_one_out):

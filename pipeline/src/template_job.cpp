@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "autoreg/base/atomic_file.h"
 #include "autoreg/io/field.h"
@@ -40,16 +41,20 @@ std::string iteration_file(const TemplateSettings& s, int t, const char* ext) {
   return (fs::path(s.out) / "iterations" / ("template_" + std::to_string(t) + ext)).string();
 }
 
+// The image the template starts from and whose grid it keeps: the first subject, or
+// the given --initial image (normalised as the subjects are).
+io::Volume starting_image(const TemplateSettings& s, const std::vector<Subject>& subjects, const PairOptions& o) {
+  if (s.initial == "first" || s.initial == "affine-mean") return subjects[0].volume;
+  io::Volume v = io::read_volume(s.initial);
+  PairResult::Intensity how;
+  v.data = normalise_intensities(v.data, at::Tensor(), o, {0.5, 99.5}, &how);
+  return v;
+}
+
 // The template before the first update.
 io::Volume initial_template(const TemplateSettings& s, const std::vector<Subject>& subjects, const PairOptions& o,
                             const Ranks& ranks) {
-  if (s.initial == "first") return subjects[0].volume;
-  if (s.initial != "affine-mean") {
-    io::Volume v = io::read_volume(s.initial);
-    PairResult::Intensity how;
-    v.data = normalise_intensities(v.data, at::Tensor(), o, {0.5, 99.5}, &how);
-    return v;
-  }
+  if (s.initial != "affine-mean") return starting_image(s, subjects, o);
   PairOptions affine = o;
   affine.stages = Stages::AffineOnly;
   affine.model.reset();
@@ -125,12 +130,76 @@ std::vector<nlohmann::json> done_iterations(const TemplateSettings& s) {
   return lines;
 }
 
+struct Start {
+  std::vector<nlohmann::json> iterations;  // done already (on ranks other than 0, their numbers alone)
+  io::Volume templ;                        // the last one's template; empty when none is done
+};
+
+// Where the run starts. Rank 0 alone reads the checkpoint (a failure there stops every
+// rank) and gives every rank the number of iterations done and the template's voxels, so
+// the ranks cannot start from different iterations (a file one node's cache still hides);
+// the grid is the starting image's, in double precision, as in an uninterrupted run.
+Start resume_point(const TemplateSettings& s, const std::vector<Subject>& subjects, const PairOptions& o,
+                   const Ranks& ranks) {
+  Start start;
+  if (!s.resume) return start;
+  std::exception_ptr failure;
+  at::Tensor count = at::zeros({1}, at::kLong);
+  if (ranks.lead()) {
+    try {
+      start.iterations = done_iterations(s);
+      count.fill_(int64_t(start.iterations.size()));
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  ranks.stop_if_failed(failure);
+  std::vector<at::Tensor> shared{count};
+  ranks.from_lead(shared);
+  const int done = int(shared[0].item<int64_t>());
+  if (done == 0) return start;
+  const io::Volume first = starting_image(s, subjects, o);
+  start.templ = {at::zeros_like(first.data), first.geometry};
+  if (ranks.lead()) {
+    try {
+      const std::string file = iteration_file(s, done, ".nii.gz");
+      io::Volume checkpoint = io::read_volume(file);
+      if (!io::same_grid(checkpoint.geometry, first.geometry) || !checkpoint.data.sizes().equals(first.data.sizes())) {
+        throw io::IoError(file + ": not on the template's grid (a checkpoint of another run in --out?)");
+      }
+      start.templ.data = checkpoint.data;
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  ranks.stop_if_failed(failure);
+  std::vector<at::Tensor> voxels{start.templ.data};
+  ranks.from_lead(voxels);
+  start.templ.data = voxels[0];
+  for (int t = int(start.iterations.size()) + 1; t <= done; ++t) start.iterations.push_back({{"iteration", t}});
+  return start;
+}
+
+// Rank 0's writing of shared files, its failure stopping every rank (not only rank 0,
+// the others then waiting in their next collective until it times out).
+void lead_writes(const Ranks& ranks, const std::function<void()>& write) {
+  std::exception_ptr failure;
+  if (ranks.lead()) {
+    try {
+      write();
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  ranks.stop_if_failed(failure);
+}
+
 // Each rank writes its own subjects' outputs (fields, warped image and labels); rank 0
 // the template and the label map fused from every subject's warped labels.
 void write_outputs(const TemplateSettings& s, const io::Volume& templ, const std::vector<Subject>& subjects,
                    const Round& final_round, nlohmann::json& summary, const Ranks& ranks) {
   const fs::path out(s.out);
-  if (ranks.lead()) io::write_volume((out / "template.nii.gz").string(), templ);
+  lead_writes(ranks, [&] { io::write_volume((out / "template.nii.gz").string(), templ); });
   const bool all_labels =
       std::all_of(subjects.begin(), subjects.end(), [](const Subject& subject) { return !subject.labels.empty(); });
   std::vector<at::Tensor> warped_labels(subjects.size());
@@ -171,20 +240,9 @@ void write_outputs(const TemplateSettings& s, const io::Volume& templ, const std
   io::write_volume((out / "template_labels.nii.gz").string(), {fused.labels.unsqueeze(0).unsqueeze(0), templ.geometry});
 }
 
-// The next template from the current one (one iteration), its checkpoint written by
-// rank 0; the iteration's log line appended to `iterations`.
-io::Volume iterate(const TemplateSettings& s, int t, const io::Volume& templ, const std::vector<Subject>& subjects,
-                   const PairOptions& o, const Ranks& ranks, std::vector<nlohmann::json>& iterations) {
-  const auto begun = Clock::now();
-  const Round round = detail::register_all(
-      templ, subjects, o, false, "iteration " + std::to_string(t) + "/" + std::to_string(s.iterations), s, ranks);
-  c10::AutoGradMode no_grad(false);
-  const Update u = shape_update(round, templ.geometry, s.step);
-  const io::Volume next{
-      ops::warp(detail::average(round.warped, s.averaging), u.update, ops::Interpolation::Linear, ops::Padding::Border),
-      templ.geometry};
-  iterations.push_back(iteration_record(t, templ, u, round, subjects, since(begun)));
-  if (!ranks.lead()) return next;
+// Rank 0's checkpoint of iteration t: the template, its picture, state.json and the log.
+void write_checkpoint(const TemplateSettings& s, int t, const io::Volume& next, const io::Volume& templ, const Update& u,
+                      const std::vector<nlohmann::json>& iterations) {
   io::write_volume(iteration_file(s, t, ".nii.gz"), next);
   write_qc_picture(iteration_file(s, t, ".png"),
                    {next.data, templ.data, at::Tensor(), u.update, templ.geometry,
@@ -201,6 +259,22 @@ io::Volume iterate(const TemplateSettings& s, int t, const io::Volume& templ, co
                   s.iterations, line["update_mm"].get<double>(), line["similarity"].get<double>(), line["seconds"].get<double>());
     s.log(text);
   }
+}
+
+// The next template from the current one (one iteration), its checkpoint written by
+// rank 0; the iteration's log line appended to `iterations`.
+io::Volume iterate(const TemplateSettings& s, int t, const io::Volume& templ, const std::vector<Subject>& subjects,
+                   const PairOptions& o, const Ranks& ranks, std::vector<nlohmann::json>& iterations) {
+  const auto begun = Clock::now();
+  const Round round = detail::register_all(
+      templ, subjects, o, false, "iteration " + std::to_string(t) + "/" + std::to_string(s.iterations), s, ranks);
+  c10::AutoGradMode no_grad(false);
+  const Update u = shape_update(round, templ.geometry, s.step);
+  const io::Volume next{
+      ops::warp(detail::average(round.warped, s.averaging), u.update, ops::Interpolation::Linear, ops::Padding::Border),
+      templ.geometry};
+  iterations.push_back(iteration_record(t, templ, u, round, subjects, since(begun)));
+  lead_writes(ranks, [&] { write_checkpoint(s, t, next, templ, u, iterations); });
   return next;
 }
 
@@ -209,14 +283,14 @@ nlohmann::json build_on(const TemplateSettings& s, const Ranks& ranks) {
   const auto start = Clock::now();
   const PairOptions o = pair_options(s.registration);
   const std::vector<Subject> subjects = detail::read_subjects(s, o);
-  std::vector<nlohmann::json> iterations = done_iterations(s);
-  io::Volume templ;
+  Start resumed = resume_point(s, subjects, o, ranks);
+  std::vector<nlohmann::json> iterations = std::move(resumed.iterations);
+  io::Volume templ = std::move(resumed.templ);
   if (iterations.empty()) {
     templ = initial_template(s, subjects, o, ranks);
-    if (ranks.lead()) io::write_volume(iteration_file(s, 0, ".nii.gz"), templ);
-  } else {
-    templ = io::read_volume(iteration_file(s, int(iterations.size()), ".nii.gz"));
-    if (s.log && ranks.lead()) s.log("template: resuming after iteration " + std::to_string(iterations.size()));
+    lead_writes(ranks, [&] { io::write_volume(iteration_file(s, 0, ".nii.gz"), templ); });
+  } else if (s.log && ranks.lead()) {
+    s.log("template: resuming after iteration " + std::to_string(iterations.size()));
   }
   for (int t = int(iterations.size()) + 1; t <= s.iterations; ++t) {
     templ = iterate(s, t, templ, subjects, o, ranks, iterations);
@@ -296,6 +370,9 @@ nlohmann::json build_template(const TemplateSettings& settings) {
   TemplateSettings s = settings;
   s.resume = s.resume || dist.restarted();  // a launcher's restart continues from the checkpoint
   const Ranks ranks{dist.collective.get(), dist.rank(), dist.world()};
+  // A fresh run forgets an earlier run's checkpoint in --out, so that a restart of this
+  // one cannot continue from it.
+  if (!s.resume && ranks.lead()) fs::remove(fs::path(s.out) / "state.json");
   if (s.log && ranks.world > 1 && ranks.lead()) {
     s.log("template: " + std::to_string(ranks.world) + " ranks, each registering its share of the subjects");
   }
@@ -303,6 +380,8 @@ nlohmann::json build_template(const TemplateSettings& settings) {
     return build_on(s, ranks);
   } catch (const base::Interrupted&) {
     throw;
+  } catch (const detail::PeerFailed&) {
+    throw;  // the rank that failed diagnoses itself
   } catch (const std::exception& e) {
     parallel::diagnose_own_failure(dist, e, exit_code(e), failures_file(s));
     throw;

@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <map>
+#include <set>
 #include <stdexcept>
 
 #include "autoreg/io/manifest.h"
@@ -22,14 +22,15 @@ std::vector<Subject> read_subjects(const TemplateSettings& s, const PairOptions&
     throw io::IoError(s.images + ": a template needs at least two subjects, the list has " + std::to_string(rows.size()));
   }
   std::vector<Subject> out;
-  std::map<std::string, int> seen;
+  std::set<std::string> taken;
   for (const auto& row : rows) {
     Subject subject;
     subject.image = io::path_beside(s.images, row.fields[0]);
     subject.labels = io::path_beside(s.images, row.fields[1]);
     if (subject.image.empty()) throw io::IoError(s.images + ":" + std::to_string(row.line) + ": a row without an image");
     subject.name = file_stem(subject.image);
-    if (const int n = ++seen[subject.name]; n > 1) subject.name += "_" + std::to_string(n);
+    for (int n = 2; taken.count(subject.name); ++n) subject.name = file_stem(subject.image) + "_" + std::to_string(n);
+    taken.insert(subject.name);
     io::Volume v = io::read_volume(subject.image);
     PairResult::Intensity how;
     v.data = normalise_intensities(v.data, at::Tensor(), o, {0.5, 99.5}, &how);
@@ -50,12 +51,16 @@ void Ranks::stop_if_failed(const std::exception_ptr& failure) const {
   }
   if (collective->any(failure != nullptr)) {
     if (failure) std::rethrow_exception(failure);
-    throw std::runtime_error("template: another rank failed (its message says why)");
+    throw PeerFailed();
   }
 }
 
 void Ranks::share(std::vector<at::Tensor>& tensors) const {
   if (collective) collective->sum(tensors);
+}
+
+void Ranks::from_lead(std::vector<at::Tensor>& tensors) const {
+  if (collective) collective->broadcast(tensors);
 }
 
 namespace {
@@ -120,9 +125,9 @@ Round register_all(const io::Volume& templ, const std::vector<Subject>& subjects
   for (size_t i = 0; i < n; ++i) {
     PairResult& r = round.results[i];
     if (!ranks.mine(i)) {
-      round.warped[i] = at::zeros({1, 1, d, h, w}, at::kFloat);
-      r.displacement = at::zeros({1, 3, d, h, w}, at::kFloat);
-      r.affine = at::zeros({4, 4}, at::kDouble);
+      round.warped[i] = at::full({1, 1, d, h, w}, -0.0, at::kFloat);
+      r.displacement = at::full({1, 3, d, h, w}, -0.0, at::kFloat);
+      r.affine = at::full({4, 4}, -0.0, at::kDouble);
     }
     std::vector<at::Tensor> shared{round.warped[i], r.displacement, r.affine};
     ranks.share(shared);

@@ -1,13 +1,14 @@
 // One round of `autoreg template` (template_job.h): every subject registered to the
 // current template, spread over the ranks of a distributed run. Rank r registers the
 // subjects i ≡ r (mod world); then every rank gets every subject's result by a sum over
-// the ranks in which the other ranks give zeros, so each rank holds, bit for bit, what one
+// the ranks in which the other ranks give negative zeros, so each rank holds, bit for bit, what one
 // process registering all of them would hold, and computes the same next template.
 #pragma once
 
 #include <ATen/core/Tensor.h>
 
 #include <exception>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,13 @@ struct Subject {
 };
 
 // The subjects of the manifest, read and normalised; names from their image files
-// (made unique with _2, _3, ...).
+// (made unique with _2, _3, ...: a.nii, x/a.nii and a_2.nii are a, a_2 and a_2_2).
 std::vector<Subject> read_subjects(const TemplateSettings& s, const PairOptions& o);
+
+// What a rank throws when another rank failed: that rank reports the cause.
+struct PeerFailed : std::runtime_error {
+  PeerFailed() : std::runtime_error("template: another rank failed (its message says why)") {}
+};
 
 // The processes a template is built on (one without a collective).
 struct Ranks {
@@ -36,9 +42,11 @@ struct Ranks {
   // Every rank stops when one failed: its exception rethrown where it happened, a
   // message naming that another rank failed elsewhere.
   void stop_if_failed(const std::exception_ptr& failure) const;
-  // Each tensor summed over the ranks in place: the owner's values and zeros elsewhere
-  // give every rank the owner's, exactly.
+  // Each tensor summed over the ranks in place: the owner's values and negative zeros
+  // elsewhere (x + (-0) is x, for x = ±0 too) give every rank the owner's, bit for bit.
   void share(std::vector<at::Tensor>& tensors) const;
+  // Rank 0's tensors copied into every rank's, in place.
+  void from_lead(std::vector<at::Tensor>& tensors) const;
 };
 
 struct Round {

@@ -2,7 +2,8 @@
 // known smooth deformations of one phantom: the template takes the phantom's shape (the
 // unbiased average: the final deformations' mean near zero), sharper than the plain
 // mean; a run interrupted after an iteration and resumed ends as an uninterrupted run,
-// bit for bit; bad input is refused with the file's name.
+// bit for bit; an old checkpoint is not resumed from by mistake; subjects of one file
+// name get distinct outputs; bad input is refused with the file's name.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -181,6 +182,60 @@ TEST(Template, BadInputIsRefusedNamingTheFile) {
   s = settings(c, dir / "out");
   s.initial = (dir / "missing.nii.gz").string();
   EXPECT_THROW(pipeline::build_template(s), io::IoError);
+  fs::remove_all(dir);
+}
+
+// A fresh run forgets an earlier run's checkpoint (so a launcher's restart of it cannot
+// continue from that one); a resume whose checkpoint is on another grid is refused
+// naming the file.
+TEST(Template, AFreshRunForgetsAnOldCheckpointAndResumeRefusesAForeignOne) {
+  at::set_num_threads(2);
+  const fs::path dir = scratch("checkpoints");
+  const Cohort c = make_cohort(dir / "in");
+  pipeline::TemplateSettings s = settings(c, dir / "out");
+  s.iterations = 1;
+  s.after_checkpoint = [](int) { throw base::Interrupted("stopped after iteration 1"); };
+  EXPECT_THROW(pipeline::build_template(s), base::Interrupted);
+  ASSERT_TRUE(fs::exists(dir / "out" / "state.json"));
+  io::Geometry other;
+  other.size = {16, 16, 16};
+  io::write_volume((dir / "out" / "iterations" / "template_1.nii.gz").string(), {at::rand({1, 1, 16, 16, 16}), other});
+  s.after_checkpoint = nullptr;
+  s.resume = true;
+  try {
+    pipeline::build_template(s);
+    ADD_FAILURE() << "a checkpoint on another grid was resumed from";
+  } catch (const io::IoError& e) {
+    EXPECT_NE(std::string(e.what()).find("template_1.nii.gz: not on the template's grid"), std::string::npos) << e.what();
+  }
+  s.resume = false;
+  s.iterations = 0;
+  pipeline::build_template(s);
+  EXPECT_FALSE(fs::exists(dir / "out" / "state.json"));
+  fs::remove_all(dir);
+}
+
+// Subjects whose image files share a name get distinct output names, also when a later
+// file is named like an earlier one's suffixed name (a, x/a, a_2: a, a_2, a_2_2).
+TEST(Template, SubjectsOfTheSameFileNameGetDistinctOutputs) {
+  at::set_num_threads(2);
+  const fs::path dir = scratch("names");
+  const Cohort c = make_cohort(dir / "in");
+  fs::create_directories(dir / "in" / "x");
+  fs::copy_file(c.images[1], dir / "in" / "x" / "subject1.nii.gz");
+  fs::copy_file(c.images[2], dir / "in" / "subject1_2.nii.gz");
+  {
+    std::ofstream csv(dir / "in" / "same.csv");
+    csv << "image\nsubject1.nii.gz\nx/subject1.nii.gz\nsubject1_2.nii.gz\n";
+  }
+  pipeline::TemplateSettings s = settings(c, dir / "out");
+  s.images = (dir / "in" / "same.csv").string();
+  s.iterations = 0;
+  const auto summary = pipeline::build_template(s);
+  for (const char* name : {"subject1", "subject1_2", "subject1_2_2"}) {
+    EXPECT_TRUE(fs::exists(dir / "out" / (std::string(name) + "_field.nii.gz"))) << name;
+    EXPECT_TRUE(summary["final_similarity"].contains(name)) << name;
+  }
   fs::remove_all(dir);
 }
 
