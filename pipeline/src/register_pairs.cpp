@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 
+#include "autoreg/base/stopwatch.h"
 #include "autoreg/io/manifest.h"
 #include "autoreg/qc/picture.h"
 #include "autoreg/registration/model_file.h"
@@ -148,10 +149,6 @@ void write_index(const std::string& path, const nlohmann::json& rows, const std:
   qc::write_index_html(path, index, "autoreg register --pairs " + pairs_csv);
 }
 
-double since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
 // <stem>.json and <stem>.csv in `out_dir`, and with `index` the page of the whole run.
 void write_summary(const std::string& out_dir, const std::string& stem, const nlohmann::json& summary,
                    const std::string& pairs_csv, bool index) {
@@ -225,7 +222,7 @@ PairsOutcome run_pairs(RegisterJob base, const BatchOptions& b) {
   const auto read = [](const RegisterJob& p) {
     const auto t = std::chrono::steady_clock::now();
     Read r{read_pair_inputs(p), 0};
-    r.seconds = since(t);
+    r.seconds = base::seconds_since(t);
     return r;
   };
   const auto next_to_read = [&](size_t from) {
@@ -286,7 +283,7 @@ PairsOutcome run_pairs(RegisterJob base, const BatchOptions& b) {
     rows.push_back(row);
   }
   nlohmann::json summary = {{"pairs", rows},         {"done", done},   {"skipped", skipped},
-                            {"failed", failed},      {"seconds", since(start)},
+                            {"failed", failed},      {"seconds", base::seconds_since(start)},
                             {"peak_memory_mib", peak_resident_mib()}};
   // A shard's summary beside the others', for --merge; the run's page comes with the merge.
   if (shard) summary["shard"] = {{"index", shard->index + 1}, {"count", shard->count}, {"from", shard->source}};
@@ -294,7 +291,7 @@ PairsOutcome run_pairs(RegisterJob base, const BatchOptions& b) {
   write_summary(b.out_dir, stem, summary, b.pairs_csv, !shard);
   const std::string csv = b.out_dir + "/" + stem + ".csv";
   std::printf("%d of %zu pairs registered in %.1f s (%d done before), %d failed; summary in %s\n", done, n,
-              since(start), skipped, failed, csv.c_str());
+              base::seconds_since(start), skipped, failed, csv.c_str());
   if (shard) std::printf("with every shard done, --merge writes the run's summary.csv, summary.json and index.html\n");
   return outcome(failed, 0, n, csv);
 }

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "autoreg/base/atomic_file.h"
+#include "autoreg/base/stopwatch.h"
 #include "autoreg/io/manifest.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/parallel/evaluation.h"
@@ -30,8 +31,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::string dice_text(double v) { return std::isfinite(v) ? std::to_string(v).substr(0, 5) : "-"; }
 
@@ -142,7 +141,7 @@ void search_loop(search::Searcher& searcher, const SearchParams& p, const Paths&
     bool stop;
   };
   const auto decide = [&]() -> Decision {
-    const double mine = earlier + since(started);
+    const double mine = earlier + base::seconds_since(started);
     if (!collective) return {mine, pipeline::stop_requested()};
     std::vector<at::Tensor> v{at::tensor({lead ? mine : 0.0, pipeline::stop_requested() ? 1.0 : 0.0}, at::kDouble)};
     collective->sum(v);
@@ -194,9 +193,9 @@ void search_loop(search::Searcher& searcher, const SearchParams& p, const Paths&
     }
     if (lead) log << line.dump() << "\n" << std::flush;
     if (r.step % p.settings.checkpoint_every == 0 || last) save();
-    if (lead && (since(last_line) > 20 || last || r.step == first + 1)) {
+    if (lead && (base::seconds_since(last_line) > 20 || last || r.step == first + 1)) {
       last_line = Clock::now();
-      const double per_step = since(started) / double(std::max<int64_t>(1, r.step - first));
+      const double per_step = base::seconds_since(started) / double(std::max<int64_t>(1, r.step - first));
       const double left = budget > 0 ? budget - decided.seconds : per_step * double(searcher.total_steps() - r.step);
       const auto l = searcher.objective().lambda;
       const registration::Genotype g = searcher.derived();

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "autoreg/base/stopwatch.h"
 #include "autoreg/io/grid.h"
 #include "autoreg/io/mapped.h"
 #include "autoreg/registration/metrics.h"
@@ -14,10 +15,6 @@
 namespace autoreg::pipeline {
 
 namespace {
-
-double since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 
 std::string describe(const io::Geometry& g) {
   char buf[160];
@@ -64,7 +61,7 @@ Segmentation segment(const io::Volume& target, const std::vector<AtlasFiles>& at
     if (o.on_atlas) o.on_atlas(i, warped, warped_labels, o.registered ? nullptr : &r, image.geometry);
     s.atlases.images.push_back(warped.data[0][0]);
     s.atlases.labels.push_back(warped_labels.data[0][0]);
-    report.seconds = since(start);
+    report.seconds = base::seconds_since(start);
     s.reports.push_back(report);
     if (o.log) {
       char line[512];
@@ -75,7 +72,7 @@ Segmentation segment(const io::Volume& target, const std::vector<AtlasFiles>& at
   }
   const auto start = std::chrono::steady_clock::now();
   s.fused = segmentation::fuse(target_normalised[0][0], s.atlases, o.fusion);
-  s.fusion_seconds = since(start);
+  s.fusion_seconds = base::seconds_since(start);
   s.labels = {s.fused.labels.unsqueeze(0).unsqueeze(0), target.geometry};
   if (o.log) {
     char line[256];

@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "autoreg/base/atomic_file.h"
+#include "autoreg/base/stopwatch.h"
 #include "autoreg/io/field.h"
 #include "autoreg/io/grid.h"
 #include "autoreg/io/mapped.h"
@@ -31,8 +32,6 @@ namespace {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
 using detail::Ranks;
 using detail::Round;
 using detail::Subject;
@@ -45,10 +44,7 @@ std::string iteration_file(const TemplateSettings& s, int t, const char* ext) {
 // the given --initial image (normalised as the subjects are).
 io::Volume starting_image(const TemplateSettings& s, const std::vector<Subject>& subjects, const PairOptions& o) {
   if (s.initial == "first" || s.initial == "affine-mean") return subjects[0].volume;
-  io::Volume v = io::read_volume(s.initial);
-  PairResult::Intensity how;
-  v.data = normalise_intensities(v.data, at::Tensor(), o, {0.5, 99.5}, &how);
-  return v;
+  return detail::read_normalised(s.initial, o);
 }
 
 // The template before the first update.
@@ -203,34 +199,27 @@ void write_outputs(const TemplateSettings& s, const io::Volume& templ, const std
   const bool all_labels =
       std::all_of(subjects.begin(), subjects.end(), [](const Subject& subject) { return !subject.labels.empty(); });
   std::vector<at::Tensor> warped_labels(subjects.size());
-  std::exception_ptr failure;
-  for (size_t i = 0; i < subjects.size() && !failure; ++i) {
-    if (!ranks.mine(i)) continue;
-    try {
-      const Subject& subject = subjects[i];
-      const PairResult& r = final_round.results[i];
-      io::write_displacement_field((out / (subject.name + "_field.nii.gz")).string(), r.displacement, templ.geometry);
-      io::write_displacement_field((out / (subject.name + "_inverse.nii.gz")).string(), r.inverse, subject.volume.geometry);
-      io::write_volume((out / (subject.name + "_warped.nii.gz")).string(), {final_round.warped[i], templ.geometry});
-      if (subject.labels.empty()) continue;
-      io::Volume labels = io::read_volume(subject.labels, io::PixelKind::Labels);
-      if (!io::same_grid(labels.geometry, subject.volume.geometry)) {
-        throw io::IoError(subject.labels + ": not on the grid of its image " + subject.image);
-      }
-      c10::AutoGradMode no_grad(false);
-      warped_labels[i] = io::sample_mapped(labels, templ.geometry, at::Tensor(), r.displacement).to(at::kInt);
-      io::write_volume((out / (subject.name + "_warped_labels.nii.gz")).string(), {warped_labels[i], templ.geometry});
-    } catch (...) {
-      failure = std::current_exception();
+  ranks.each_mine(subjects.size(), [&](size_t i) {
+    const Subject& subject = subjects[i];
+    const PairResult& r = final_round.results[i];
+    io::write_displacement_field((out / (subject.name + "_field.nii.gz")).string(), r.displacement, templ.geometry);
+    io::write_displacement_field((out / (subject.name + "_inverse.nii.gz")).string(), r.inverse, subject.volume.geometry);
+    io::write_volume((out / (subject.name + "_warped.nii.gz")).string(), {final_round.warped[i], templ.geometry});
+    if (subject.labels.empty()) return;
+    io::Volume labels = io::read_volume(subject.labels, io::PixelKind::Labels);
+    if (!io::same_grid(labels.geometry, subject.volume.geometry)) {
+      throw io::IoError(subject.labels + ": not on the grid of its image " + subject.image);
     }
-  }
-  ranks.stop_if_failed(failure);
+    c10::AutoGradMode no_grad(false);
+    warped_labels[i] = io::sample_mapped(labels, templ.geometry, at::Tensor(), r.displacement).to(at::kInt);
+    io::write_volume((out / (subject.name + "_warped_labels.nii.gz")).string(), {warped_labels[i], templ.geometry});
+  });
   if (!all_labels) return;
   segmentation::Atlases atlases;
   for (size_t i = 0; i < subjects.size(); ++i) {
-    if (!ranks.mine(i)) warped_labels[i] = at::zeros_like(templ.data, at::kInt);
+    if (!ranks.mine(i)) warped_labels[i] = at::empty_like(templ.data, at::kInt);
     std::vector<at::Tensor> shared{warped_labels[i]};
-    ranks.share(shared);
+    ranks.from_owner(i, shared);
     atlases.images.push_back(final_round.warped[i][0][0]);
     atlases.labels.push_back(shared[0][0][0]);
   }
@@ -273,7 +262,7 @@ io::Volume iterate(const TemplateSettings& s, int t, const io::Volume& templ, co
   const io::Volume next{
       ops::warp(detail::average(round.warped, s.averaging), u.update, ops::Interpolation::Linear, ops::Padding::Border),
       templ.geometry};
-  iterations.push_back(iteration_record(t, templ, u, round, subjects, since(begun)));
+  iterations.push_back(iteration_record(t, templ, u, round, subjects, base::seconds_since(begun)));
   lead_writes(ranks, [&] { write_checkpoint(s, t, next, templ, u, iterations); });
   return next;
 }
@@ -309,7 +298,7 @@ nlohmann::json build_on(const TemplateSettings& s, const Ranks& ranks) {
     fits[subjects[i].name] = detail::correlation(final_round.warped[i], templ.data, mask);
   }
   summary["final_similarity"] = fits;
-  summary["seconds"] = since(start);
+  summary["seconds"] = base::seconds_since(start);
   if (!ranks.lead()) {
     summary["rank"] = ranks.rank;
     return summary;

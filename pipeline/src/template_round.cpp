@@ -10,11 +10,23 @@
 #include <set>
 #include <stdexcept>
 
+#include "autoreg/base/stopwatch.h"
 #include "autoreg/io/manifest.h"
 #include "autoreg/io/mapped.h"
 #include "autoreg/pipeline/output_files.h"
 
 namespace autoreg::pipeline::detail {
+
+io::Volume read_normalised(const std::string& image, const PairOptions& o) {
+  io::Volume v = io::read_volume(image);
+  PairResult::Intensity how;
+  v.data = normalise_intensities(v.data, at::Tensor(), o, {0.5, 99.5}, &how);
+  if (!(v.data.max().item<double>() > 0)) {
+    throw io::IoError(image + ": no contrast to register (its intensities between the 0.5th and 99.5th "
+                      "percentiles are one value)");
+  }
+  return v;
+}
 
 std::vector<Subject> read_subjects(const TemplateSettings& s, const PairOptions& o) {
   const auto rows = io::read_csv(s.images, {"image", "labels"}, {"image"}, "image list");
@@ -31,14 +43,7 @@ std::vector<Subject> read_subjects(const TemplateSettings& s, const PairOptions&
     subject.name = file_stem(subject.image);
     for (int n = 2; taken.count(subject.name); ++n) subject.name = file_stem(subject.image) + "_" + std::to_string(n);
     taken.insert(subject.name);
-    io::Volume v = io::read_volume(subject.image);
-    PairResult::Intensity how;
-    v.data = normalise_intensities(v.data, at::Tensor(), o, {0.5, 99.5}, &how);
-    if (!(v.data.max().item<double>() > 0)) {
-      throw io::IoError(subject.image + ": no contrast to register (its intensities between the 0.5th and 99.5th "
-                        "percentiles are one value)");
-    }
-    subject.volume = std::move(v);
+    subject.volume = read_normalised(subject.image, o);
     out.push_back(std::move(subject));
   }
   return out;
@@ -55,8 +60,25 @@ void Ranks::stop_if_failed(const std::exception_ptr& failure) const {
   }
 }
 
-void Ranks::share(std::vector<at::Tensor>& tensors) const {
-  if (collective) collective->sum(tensors);
+void Ranks::each_mine(size_t n, const std::function<void(size_t)>& work) const {
+  std::exception_ptr failure;
+  for (size_t i = 0; i < n && !failure; ++i) {
+    if (!mine(i)) continue;
+    try {
+      work(i);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  }
+  stop_if_failed(failure);
+}
+
+void Ranks::from_owner(size_t i, std::vector<at::Tensor>& tensors) const {
+  if (!collective) return;
+  if (!mine(i)) {
+    for (at::Tensor& t : tensors) t.fill_(-0.0);
+  }
+  collective->sum(tensors);
 }
 
 void Ranks::from_lead(std::vector<at::Tensor>& tensors) const {
@@ -64,10 +86,6 @@ void Ranks::from_lead(std::vector<at::Tensor>& tensors) const {
 }
 
 namespace {
-
-double since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
 
 // Subject i registered to the template: its result and warped image (float32, as every
 // rank shares them).
@@ -100,23 +118,16 @@ Round register_all(const io::Volume& templ, const std::vector<Subject>& subjects
   round.warped.resize(n);
   const at::Tensor foreground = templ.data > 0.1;
   const double inside = std::max<double>(1, foreground.sum().item<double>());
-  std::exception_ptr failure;
-  for (size_t i = 0; i < n && !failure; ++i) {
-    if (!ranks.mine(i)) continue;
-    try {
-      const auto start = std::chrono::steady_clock::now();
-      register_one(templ, subjects[i], o, foreground, inside, round.results[i], round.warped[i]);
-      if (s.log) {
-        char line[512];
-        std::snprintf(line, sizeof line, "template: %s, subject %zu/%zu (%s) %.1f s", stage.c_str(), i + 1, n,
-                      subjects[i].name.c_str(), since(start));
-        s.log(line);
-      }
-    } catch (...) {
-      failure = std::current_exception();
+  ranks.each_mine(n, [&](size_t i) {
+    const auto start = std::chrono::steady_clock::now();
+    register_one(templ, subjects[i], o, foreground, inside, round.results[i], round.warped[i]);
+    if (s.log) {
+      char line[512];
+      std::snprintf(line, sizeof line, "template: %s, subject %zu/%zu (%s) %.1f s", stage.c_str(), i + 1, n,
+                    subjects[i].name.c_str(), base::seconds_since(start));
+      s.log(line);
     }
-  }
-  ranks.stop_if_failed(failure);
+  });
   if (ranks.world == 1) return round;
   // Every subject's warped image, field and affine to every rank, one subject at a time
   // (a few volumes' worth of buffers, not the cohort's).
@@ -125,12 +136,12 @@ Round register_all(const io::Volume& templ, const std::vector<Subject>& subjects
   for (size_t i = 0; i < n; ++i) {
     PairResult& r = round.results[i];
     if (!ranks.mine(i)) {
-      round.warped[i] = at::full({1, 1, d, h, w}, -0.0, at::kFloat);
-      r.displacement = at::full({1, 3, d, h, w}, -0.0, at::kFloat);
-      r.affine = at::full({4, 4}, -0.0, at::kDouble);
+      round.warped[i] = at::empty({1, 1, d, h, w}, at::kFloat);
+      r.displacement = at::empty({1, 3, d, h, w}, at::kFloat);
+      r.affine = at::empty({4, 4}, at::kDouble);
     }
     std::vector<at::Tensor> shared{round.warped[i], r.displacement, r.affine};
-    ranks.share(shared);
+    ranks.from_owner(i, shared);
     round.warped[i] = shared[0];
     r.displacement = shared[1];
     r.affine = shared[2];

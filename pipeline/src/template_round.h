@@ -8,6 +8,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <exception>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -23,6 +24,10 @@ struct Subject {
   std::string image, labels, name;
   io::Volume volume;  // intensities normalised to [0, 1]
 };
+
+// An image read and normalised as the template's subjects are (to [0, 1] by its 0.5th
+// and 99.5th percentiles, or the CT window); io::IoError when it has no contrast.
+io::Volume read_normalised(const std::string& image, const PairOptions& o);
 
 // The subjects of the manifest, read and normalised; names from their image files
 // (made unique with _2, _3, ...: a.nii, x/a.nii and a_2.nii are a, a_2 and a_2_2).
@@ -42,9 +47,14 @@ struct Ranks {
   // Every rank stops when one failed: its exception rethrown where it happened, a
   // message naming that another rank failed elsewhere.
   void stop_if_failed(const std::exception_ptr& failure) const;
-  // Each tensor summed over the ranks in place: the owner's values and negative zeros
-  // elsewhere (x + (-0) is x, for x = ±0 too) give every rank the owner's, bit for bit.
-  void share(std::vector<at::Tensor>& tensors) const;
+  // `work(i)` for each of this rank's subjects i < n until one throws; then every rank
+  // stops if any rank's failed (stop_if_failed).
+  void each_mine(size_t n, const std::function<void(size_t)>& work) const;
+  // Subject i's tensors, from the rank that owns it, to every rank, in place. On the other
+  // ranks they need only the owner's shapes and dtypes: filled with negative zeros and
+  // summed over the ranks (x + (-0) is x, for x = ±0 too), every rank gets the owner's
+  // values bit for bit.
+  void from_owner(size_t i, std::vector<at::Tensor>& tensors) const;
   // Rank 0's tensors copied into every rank's, in place.
   void from_lead(std::vector<at::Tensor>& tensors) const;
 };
