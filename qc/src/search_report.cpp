@@ -331,15 +331,6 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 .swatch { display: inline-block; width: 10px; height: 10px; margin-right: 6px; }
 .legend span { margin-right: 16px; white-space: nowrap; }
 .small-multiples { display: flex; flex-wrap: wrap; gap: 4px; margin-top: 6px; }
-svg text { font: 11px sans-serif; }
-svg .title { font-size: 12px; font-weight: 600; }
-svg .note { font-weight: normal; fill: #888; }
-svg .grid line { stroke: #eee; }
-svg .ticks line, svg .frame { stroke: #999; fill: none; }
-svg .ticks text, svg .empty, svg .vmark-label { fill: #666; }
-svg polyline { fill: none; stroke-width: 1.5; stroke-linejoin: round; }
-svg .vmark { stroke: #555; stroke-dasharray: 2 3; }
-svg .hmark { stroke-dasharray: 6 4; stroke-width: 1.5; }
 svg .arrow { stroke: #666; stroke-width: 1.5; }
 svg .edge-name { font-weight: 600; }
 )";
@@ -356,7 +347,7 @@ std::string render_search_report(const std::vector<json>& log, const json& summa
   for (const std::string& op : s.genotype) genotype += (genotype.empty() ? "" : " ") + op;
   std::ostringstream page;
   page << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-       << "<title>AutoReg search report</title>\n<style>" << kStyle << "</style>\n</head>\n<body>\n"
+       << "<title>AutoReg search report</title>\n<style>" << kStyle << svg::kChartStyle << "</style>\n</head>\n<body>\n"
        << "<h1>AutoReg search report</h1>\n<p class=\"genotype-line\"><code>" << svg::escape(genotype)
        << "</code></p>\n"
        << summary_tables(log, summary, s)

@@ -242,4 +242,16 @@ std::string line_chart(const std::vector<Series>& series, const ChartOptions& o)
   return s.str();
 }
 
+const char* const kChartStyle = R"(
+svg text { font: 11px sans-serif; }
+svg .title { font-size: 12px; font-weight: 600; }
+svg .note { font-weight: normal; fill: #888; }
+svg .grid line { stroke: #eee; }
+svg .ticks line, svg .frame { stroke: #999; fill: none; }
+svg .ticks text, svg .empty, svg .vmark-label { fill: #666; }
+svg polyline { fill: none; stroke-width: 1.5; stroke-linejoin: round; }
+svg .vmark { stroke: #555; stroke-dasharray: 2 3; }
+svg .hmark { stroke-dasharray: 6 4; stroke-width: 1.5; }
+)";
+
 }  // namespace autoreg::qc::svg

@@ -66,4 +66,8 @@ struct ChartOptions {
 // it draws empty axes and says so.
 std::string line_chart(const std::vector<Series>& series, const ChartOptions& options);
 
+// The CSS the charts need in their page (fonts that fit the margins, unfilled frames):
+// without it a browser fills each chart's frame black.
+extern const char* const kChartStyle;
+
 }  // namespace autoreg::qc::svg

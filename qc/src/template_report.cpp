@@ -18,8 +18,9 @@ std::string render_template_report(const nlohmann::json& summary) {
     similarity.emplace_back(t, line.value("similarity", 0.0));
   }
   svg::ChartOptions update_chart;
-  update_chart.title = "mean shape update (mm, inside the template)";
+  update_chart.title = "mean shape update (mm, inside the template; log scale)";
   update_chart.legend = false;
+  update_chart.log_y = true;  // the first update (to the mean pose) dwarfs the later ones
   svg::ChartOptions similarity_chart;
   similarity_chart.title = "mean similarity of the warped subjects to the template (correlation)";
   similarity_chart.legend = false;
@@ -27,7 +28,8 @@ std::string render_template_report(const nlohmann::json& summary) {
       "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>autoreg template</title>\n"
       "<style>body{font-family:sans-serif;margin:2em;max-width:1100px}img{max-width:100%}"
       "table{border-collapse:collapse}td,th{padding:2px 10px;text-align:left}"
-      "tr:nth-child(even){background:#f3f3f3}</style></head><body>\n"
+      "tr:nth-child(even){background:#f3f3f3}" +
+      std::string(svg::kChartStyle) + "</style></head><body>\n"
       "<h1>autoreg template</h1>\n<p>" +
       std::to_string(summary.value("subjects", 0)) + " subjects, " + std::to_string(update.size()) +
       " iterations, " + svg::label(summary.value("seconds", 0.0), 4) + " s. Settings: <code>" +

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "autoreg/qc/search_report.h"
+#include "autoreg/qc/template_report.h"
 
 namespace autoreg::qc {
 namespace {
@@ -155,6 +156,30 @@ TEST(Report, NamesEveryEdgeAndOperationAndDrawsTheSmallMultiples) {
   EXPECT_NE(page.find("budget 35 ms"), std::string::npos);
   // λ spans 0.05…5.05, more than a decade: a log axis.
   EXPECT_NE(page.find("(log scale)"), std::string::npos);
+}
+
+// The charts' page carries their style (without it a browser fills each chart's frame
+// black and draws its labels too large for the margins: the template page did both).
+TEST(Report, PagesWithChartsCarryTheirStyle) {
+  const std::string search = render_search_report(synthetic_log(), synthetic_summary());
+  json summary = {{"subjects", 3}, {"seconds", 12.5}, {"settings", {{"step", 0.25}}},
+                  {"final_similarity", {{"a", 0.91}, {"b", 0.87}, {"c", 0.89}}}, {"iterations", json::array()}};
+  for (int t = 1; t <= 3; ++t) {
+    summary["iterations"].push_back({{"iteration", t}, {"update_mm", t == 1 ? 28.7 : 0.25}, {"update_max_mm", 50.0},
+                                     {"similarity", 0.86 + 0.01 * t}, {"seconds", 70.0},
+                                     {"picture", "iterations/template_" + std::to_string(t) + ".png"}});
+  }
+  const std::string templ = render_template_report(summary);
+  expect_well_formed(templ);
+  for (const std::string* page : {&search, &templ}) {
+    EXPECT_NE(page->find("svg .ticks line, svg .frame { stroke: #999; fill: none; }"), std::string::npos);
+    EXPECT_NE(page->find("svg text { font: 11px sans-serif; }"), std::string::npos);
+  }
+  // The first update (28.7 mm, to the subjects' mean pose) beside 0.25 mm: a log axis.
+  EXPECT_NE(templ.find("log scale)"), std::string::npos);
+  // Worst fit first.
+  EXPECT_LT(templ.find(">b<"), templ.find(">c<"));
+  EXPECT_LT(templ.find(">c<"), templ.find(">a<"));
 }
 
 TEST(Report, EscapesTextFromTheSummary) {
