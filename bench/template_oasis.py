@@ -16,7 +16,10 @@ Builds the template of oasis01..N (``$AUTOREG_TEST_DATA`` or ../shared/data) wit
   without the subject, the subject registered to it, and the labels carried back the same
   way (out-of-sample).
 With --nproc N, `autoreg template --nproc N` (N ranks of --threads threads each). ANTs'
-reference is bench/template_ants.py (ANTsPy's own Python).
+reference is bench/template_ants.py (ANTsPy's own Python). To measure another tool's
+template with the same yardstick, `--fixed-template T` registers the subjects to T
+(`autoreg template --initial T --template-iterations 0`: the final round alone, its
+labels fused as autoreg's are) and reports the same figures for T.
 """
 import argparse
 import csv
@@ -65,7 +68,7 @@ def dice(a, b, labels):
     return float(np.mean(out))
 
 
-def run_template(images, out, threads, nproc, log, reuse=False):
+def run_template(images, out, threads, nproc, log, reuse=False, extra=()):
     if reuse and (out / "summary.json").exists():  # a finished run: its own measurement of itself
         return json.loads((out / "summary.json").read_text())["seconds"]
     out.mkdir(parents=True, exist_ok=True)
@@ -76,7 +79,7 @@ def run_template(images, out, threads, nproc, log, reuse=False):
             w.writerow([image, labels])
     start = time.perf_counter()
     subprocess.run([str(ROOT / "build" / "bin" / "autoreg"), "template", "--images", str(out / "subjects.csv"),
-                    "--out", str(out), "--threads", str(threads)] + (["--nproc", str(nproc)] if nproc else []),
+                    "--out", str(out), "--threads", str(threads)] + (["--nproc", str(nproc)] if nproc else []) + list(extra),
                    check=True, stderr=log)
     return time.perf_counter() - start
 
@@ -104,6 +107,8 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--leave-one-out", type=int, default=0)
     parser.add_argument("--nproc", type=int, default=0, help="ranks (each with --threads threads); 0: one process")
+    parser.add_argument("--fixed-template", type=pathlib.Path,
+                        help="evaluate this template (another tool's) instead of building one")
     parser.add_argument("--reuse", action="store_true",
                         help="evaluate the templates already built in --out (the time: their summary.json's)")
     args = parser.parse_args()
@@ -114,7 +119,8 @@ def main():
     names = [f"oasis{i:02d}_t1" for i in range(1, args.subjects + 1)]
     results = {}
     with open(args.out.parent / "template-oasis.log", "a") if args.out.parent.exists() else open(os.devnull, "w") as log:
-        seconds = run_template(subjects, args.out / "all", args.threads, args.nproc, log, args.reuse)
+        extra = ["--initial", str(args.fixed_template), "--template-iterations", "0"] if args.fixed_template else []
+        seconds = run_template(subjects, args.out / "all", args.threads, args.nproc, log, args.reuse, extra)
         ncc, energy = sharpness(args.out / "all", names)
         in_sample = [labels_back_dice(args.out / "all" / "template_labels.nii.gz", args.out / "all" / f"{n}_inverse.nii.gz",
                                       labels) for n, (_, labels) in zip(names, subjects)]
