@@ -107,6 +107,7 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--leave-one-out", type=int, default=0)
     parser.add_argument("--nproc", type=int, default=0, help="ranks (each with --threads threads); 0: one process")
+    parser.add_argument("--template-iterations", type=int, help="autoreg template's --template-iterations (default: its own)")
     parser.add_argument("--fixed-template", type=pathlib.Path,
                         help="evaluate this template (another tool's) instead of building one")
     parser.add_argument("--reuse", action="store_true",
@@ -120,6 +121,8 @@ def main():
     results = {}
     with open(args.out.parent / "template-oasis.log", "a") if args.out.parent.exists() else open(os.devnull, "w") as log:
         extra = ["--initial", str(args.fixed_template), "--template-iterations", "0"] if args.fixed_template else []
+        if args.template_iterations is not None and not args.fixed_template:
+            extra += ["--template-iterations", str(args.template_iterations)]
         seconds = run_template(subjects, args.out / "all", args.threads, args.nproc, log, args.reuse, extra)
         ncc, energy = sharpness(args.out / "all", names)
         in_sample = [labels_back_dice(args.out / "all" / "template_labels.nii.gz", args.out / "all" / f"{n}_inverse.nii.gz",
@@ -134,7 +137,7 @@ def main():
             held = subjects[k]
             others = subjects[:k] + subjects[k + 1:]
             out = args.out / f"without_{k + 1:02d}"
-            run_template(others, out, args.threads, args.nproc, log, args.reuse)
+            run_template(others, out, args.threads, args.nproc, log, args.reuse, extra)
             # the held-out subject registered to that template (as the final round does)
             import autoreg
 
