@@ -113,6 +113,8 @@ def main():
     parser.add_argument("--reuse", action="store_true",
                         help="evaluate the templates already built in --out (the time: their summary.json's)")
     args = parser.parse_args()
+    if args.fixed_template and args.leave_one_out:
+        parser.error("--fixed-template scores a given template; it has no leave-one-out")
     torch.set_num_threads(args.threads)
     data = pathlib.Path(os.environ.get("AUTOREG_TEST_DATA", ROOT.parent / "shared" / "data")) / "oasis_trt"
     subjects = [(str(data / f"oasis{i:02d}_t1.nii.gz"), str(data / f"oasis{i:02d}_labels.nii.gz"))

@@ -126,6 +126,13 @@ std::vector<nlohmann::json> done_iterations(const TemplateSettings& s) {
   return lines;
 }
 
+// `work` on rank 0 alone (reading the checkpoint, writing the shared files), its failure
+// stopping every rank rather than leaving the others in their next collective until it
+// times out: the one "subject" 0 is rank 0's.
+void on_lead(const Ranks& ranks, const std::function<void()>& work) {
+  ranks.each_mine(1, [&](size_t) { work(); });
+}
+
 struct Start {
   std::vector<nlohmann::json> iterations;  // done already (on ranks other than 0, their numbers alone)
   io::Volume templ;                        // the last one's template; empty when none is done
@@ -139,36 +146,25 @@ Start resume_point(const TemplateSettings& s, const std::vector<Subject>& subjec
                    const Ranks& ranks) {
   Start start;
   if (!s.resume) return start;
-  std::exception_ptr failure;
   at::Tensor count = at::zeros({1}, at::kLong);
-  if (ranks.lead()) {
-    try {
-      start.iterations = done_iterations(s);
-      count.fill_(int64_t(start.iterations.size()));
-    } catch (...) {
-      failure = std::current_exception();
-    }
-  }
-  ranks.stop_if_failed(failure);
+  on_lead(ranks, [&] {
+    start.iterations = done_iterations(s);
+    count.fill_(int64_t(start.iterations.size()));
+  });
   std::vector<at::Tensor> shared{count};
   ranks.from_lead(shared);
   const int done = int(shared[0].item<int64_t>());
   if (done == 0) return start;
   const io::Volume first = starting_image(s, subjects, o);
   start.templ = {at::zeros_like(first.data), first.geometry};
-  if (ranks.lead()) {
-    try {
-      const std::string file = iteration_file(s, done, ".nii.gz");
-      io::Volume checkpoint = io::read_volume(file);
-      if (!io::same_grid(checkpoint.geometry, first.geometry) || !checkpoint.data.sizes().equals(first.data.sizes())) {
-        throw io::IoError(file + ": not on the template's grid (a checkpoint of another run in --out?)");
-      }
-      start.templ.data = checkpoint.data;
-    } catch (...) {
-      failure = std::current_exception();
+  on_lead(ranks, [&] {
+    const std::string file = iteration_file(s, done, ".nii.gz");
+    const io::Volume checkpoint = io::read_volume(file);
+    if (!io::same_grid(checkpoint.geometry, first.geometry) || !checkpoint.data.sizes().equals(first.data.sizes())) {
+      throw io::IoError(file + ": not on the template's grid (a checkpoint of another run in --out?)");
     }
-  }
-  ranks.stop_if_failed(failure);
+    start.templ.data = checkpoint.data;
+  });
   std::vector<at::Tensor> voxels{start.templ.data};
   ranks.from_lead(voxels);
   start.templ.data = voxels[0];
@@ -176,26 +172,12 @@ Start resume_point(const TemplateSettings& s, const std::vector<Subject>& subjec
   return start;
 }
 
-// Rank 0's writing of shared files, its failure stopping every rank (not only rank 0,
-// the others then waiting in their next collective until it times out).
-void lead_writes(const Ranks& ranks, const std::function<void()>& write) {
-  std::exception_ptr failure;
-  if (ranks.lead()) {
-    try {
-      write();
-    } catch (...) {
-      failure = std::current_exception();
-    }
-  }
-  ranks.stop_if_failed(failure);
-}
-
 // Each rank writes its own subjects' outputs (fields, warped image and labels); rank 0
 // the template and the label map fused from every subject's warped labels.
 void write_outputs(const TemplateSettings& s, const io::Volume& templ, const std::vector<Subject>& subjects,
                    const Round& final_round, nlohmann::json& summary, const Ranks& ranks) {
   const fs::path out(s.out);
-  lead_writes(ranks, [&] { io::write_volume((out / "template.nii.gz").string(), templ); });
+  on_lead(ranks, [&] { io::write_volume((out / "template.nii.gz").string(), templ); });
   const bool all_labels =
       std::all_of(subjects.begin(), subjects.end(), [](const Subject& subject) { return !subject.labels.empty(); });
   std::vector<at::Tensor> warped_labels(subjects.size());
@@ -263,7 +245,7 @@ io::Volume iterate(const TemplateSettings& s, int t, const io::Volume& templ, co
       ops::warp(detail::average(round.warped, s.averaging), u.update, ops::Interpolation::Linear, ops::Padding::Border),
       templ.geometry};
   iterations.push_back(iteration_record(t, templ, u, round, subjects, base::seconds_since(begun)));
-  lead_writes(ranks, [&] { write_checkpoint(s, t, next, templ, u, iterations); });
+  on_lead(ranks, [&] { write_checkpoint(s, t, next, templ, u, iterations); });
   return next;
 }
 
@@ -277,7 +259,7 @@ nlohmann::json build_on(const TemplateSettings& s, const Ranks& ranks) {
   io::Volume templ = std::move(resumed.templ);
   if (iterations.empty()) {
     templ = initial_template(s, subjects, o, ranks);
-    lead_writes(ranks, [&] { io::write_volume(iteration_file(s, 0, ".nii.gz"), templ); });
+    on_lead(ranks, [&] { io::write_volume(iteration_file(s, 0, ".nii.gz"), templ); });
   } else if (s.log && ranks.lead()) {
     s.log("template: resuming after iteration " + std::to_string(iterations.size()));
   }

@@ -40,8 +40,9 @@ std::vector<Subject> read_subjects(const TemplateSettings& s, const PairOptions&
     subject.image = io::path_beside(s.images, row.fields[0]);
     subject.labels = io::path_beside(s.images, row.fields[1]);
     if (subject.image.empty()) throw io::IoError(s.images + ":" + std::to_string(row.line) + ": a row without an image");
-    subject.name = file_stem(subject.image);
-    for (int n = 2; taken.count(subject.name); ++n) subject.name = file_stem(subject.image) + "_" + std::to_string(n);
+    const std::string stem = file_stem(subject.image);
+    subject.name = stem;
+    for (int n = 2; taken.count(subject.name); ++n) subject.name = stem + "_" + std::to_string(n);
     taken.insert(subject.name);
     subject.volume = read_normalised(subject.image, o);
     out.push_back(std::move(subject));
