@@ -146,6 +146,13 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   itkGetConstMacro(UseFullResolution, bool);
   itkBooleanMacro(UseFullResolution);
 
+  /** Each pyramid level before the finest compares the images of the level this many
+   * levels finer, its field on its own grid: coarse levels that follow centimetres of
+   * motion by fine structure. Default: 0 (2 for breathing motion, as `--preset
+   * breathing`). */
+  itkSetMacro(CompareFiner, unsigned int);
+  itkGetConstMacro(CompareFiner, unsigned int);
+
   /** Rigid pre-alignment (6 degrees of freedom) instead of affine (12): the same
    * patient's scans. Default: Off. */
   itkSetMacro(UseRigid, bool);
@@ -201,6 +208,7 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   double m_Regularization;
   double m_LearningRate;
   bool m_UseFullResolution;
+  unsigned int m_CompareFiner;
   bool m_UseRigid;
   bool m_UseAffine;
   bool m_UseDeformable;

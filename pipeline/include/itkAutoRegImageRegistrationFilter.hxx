@@ -36,6 +36,7 @@ void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementFiel
   m_Regularization = s.regularization;
   m_LearningRate = s.learning_rate;
   m_UseFullResolution = s.full_resolution;
+  m_CompareFiner = s.compare_finer;
   m_UseRigid = s.rigid;
   m_UseAffine = s.affine;
   m_UseDeformable = s.deformable;
@@ -64,6 +65,7 @@ AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::C
   s.affine = m_UseAffine;
   s.rigid = m_UseRigid;
   s.full_resolution = m_UseFullResolution;
+  s.compare_finer = m_CompareFiner;
   s.deformable = m_UseDeformable;
   s.similarity = m_Similarity;
   s.regularizer = m_Regularizer;
@@ -161,6 +163,7 @@ void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementFiel
   os << indent << "Regularization: " << m_Regularization << std::endl;
   os << indent << "LearningRate: " << m_LearningRate << std::endl;
   os << indent << "UseFullResolution: " << (m_UseFullResolution ? "On" : "Off") << std::endl;
+  os << indent << "CompareFiner: " << m_CompareFiner << std::endl;
   os << indent << "UseRigid: " << (m_UseRigid ? "On" : "Off") << std::endl;
   os << indent << "UseAffine: " << (m_UseAffine ? "On" : "Off") << std::endl;
   os << indent << "UseDeformable: " << (m_UseDeformable ? "On" : "Off") << std::endl;

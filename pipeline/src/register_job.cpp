@@ -163,6 +163,7 @@ nlohmann::json settings_summary(const PairOptions& o, const PairResult& r) {
           {"learning_rate", o.deformable.learning_rate},
           {"iterations", deformable ? nlohmann::json(deformable_levels(o)) : nlohmann::json::array()},
           {"full_resolution", o.deformable.full_resolution},
+          {"compare_finer", o.deformable.compare_finer},
           {"ncc_window_mm", o.deformable.window_mm},
           {"intensity", {{"fixed", intensity(r.fixed_intensity)}, {"moving", intensity(r.moving_intensity)}}}};
 }

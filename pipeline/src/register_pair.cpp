@@ -32,6 +32,7 @@ PairOptions pair_options(const RegistrationSettings& s) {
   o.deformable.learning_rate = s.learning_rate;
   o.deformable.iterations.assign(s.iterations.begin(), s.iterations.end());
   o.deformable.full_resolution = s.full_resolution;
+  o.deformable.compare_finer = int(s.compare_finer);
   o.deformable.window_mm = s.ncc_window_mm;
   o.affine.iterations = {s.affine_iterations[0], s.affine_iterations[1]};
   o.deformable.seed = s.seed;

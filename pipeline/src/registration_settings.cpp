@@ -9,8 +9,9 @@ const std::vector<Preset>& presets() {
   static const std::vector<Preset> all = {
       {"brain", "adult brain MRI between subjects: affine, two levels, diffusion (the defaults)"},
       {"breathing", "the same patient's frames across breathing (liver, lungs): no affine, four levels "
-                    "(140,140,140,40), total variation (sliding organs, weight 0.7), Adam steps of 0.4 voxels, "
-                    "the finest level at full resolution"}};
+                    "(140,140,70,40), each coarse level compared on the images of two levels finer, total "
+                    "variation (sliding organs, weight 1), Adam steps of 0.4 voxels, the finest level at full "
+                    "resolution"}};
   return all;
 }
 
@@ -20,11 +21,12 @@ RegistrationSettings preset_settings(const std::string& name) {
   if (name == "brain") return s;
   if (name == "breathing") {
     s.affine = false;
-    s.iterations = {140, 140, 140, 40};
+    s.iterations = {140, 140, 70, 40};
     s.regularizer = "tv";
-    s.regularization = 0.7;
+    s.regularization = 1.0;
     s.learning_rate = 0.4;
     s.full_resolution = true;
+    s.compare_finer = 2;
     return s;
   }
   std::string known;
@@ -42,6 +44,7 @@ void apply_preset(const std::string& name, RegistrationSettings& s) {
   s.regularization = p.regularization;
   s.learning_rate = p.learning_rate;
   s.full_resolution = p.full_resolution;
+  s.compare_finer = p.compare_finer;
 }
 
 void validate(const RegistrationSettings& s) {
@@ -66,6 +69,7 @@ void validate(const RegistrationSettings& s) {
   if (s.iterations.empty() || s.iterations.size() > 6) {
     throw SettingsError("--iterations: 1 to 6 counts, one per pyramid level, got " + std::to_string(s.iterations.size()));
   }
+  if (s.compare_finer > 5) throw SettingsError("--compare-finer: 0 to 5 levels, got " + std::to_string(s.compare_finer));
   if (!(s.ncc_window_mm >= 0) || !std::isfinite(s.ncc_window_mm)) {
     throw SettingsError("--ncc-window must be 0 (windows in voxels) or a positive number of mm");
   }
@@ -111,6 +115,7 @@ std::vector<std::string> to_arguments(const RegistrationSettings& s) {
   w.insert(w.end(), {"--affine-iterations", counts_text(s.affine_iterations), "--similarity", s.similarity,
                      "--regularizer", s.regularizer, "--regularization", number(s.regularization),
                      "--learning-rate", number(s.learning_rate), "--ncc-window", number(s.ncc_window_mm),
+                     "--compare-finer", std::to_string(s.compare_finer),
                      "--seed", std::to_string(s.seed)});
   if (s.intensity_window) {
     w.insert(w.end(), {"--intensity-window", number((*s.intensity_window)[0]) + "," + number((*s.intensity_window)[1])});

@@ -42,7 +42,7 @@ def register(fixed, moving, *, inverse: bool = False, moving_labels=None, fixed_
     (``preset``, ``model`` (a path or "default"), ``device``, ``affine`` (False:
     --no-affine), ``deformable`` (False: --affine-only), ``rigid``, ``similarity``,
     ``regularizer``, ``regularization``, ``learning_rate``, ``iterations``,
-    ``full_resolution``, ``affine_iterations``, ``refine``, ``seed``,
+    ``full_resolution``, ``compare_finer``, ``affine_iterations``, ``refine``, ``seed``,
     ``intensity_window``), the preset first and the keywords given over it. Points: N×3
     arrays of LPS mm (the summary gets their TRE). ``threads`` sets torch's intra-op
     threads (as --threads). ``progress(stage, level, step, steps, loss)`` is called

@@ -20,7 +20,7 @@ namespace py = pybind11;
 inline pipeline::RegistrationSettings settings_of(const py::dict& kw) {
   static const std::set<std::string> known = {
       "preset", "model", "device", "affine", "deformable", "rigid", "similarity", "regularizer", "regularization",
-      "learning_rate", "ncc_window_mm", "iterations", "full_resolution", "affine_iterations", "refine", "seed", "intensity_window"};
+      "learning_rate", "ncc_window_mm", "iterations", "full_resolution", "compare_finer", "affine_iterations", "refine", "seed", "intensity_window"};
   for (const auto& item : kw) {
     const std::string key = py::cast<std::string>(item.first);
     if (!known.count(key)) {
@@ -54,6 +54,11 @@ inline pipeline::RegistrationSettings settings_of(const py::dict& kw) {
     if (!s.model.empty()) throw pipeline::SettingsError("--iterations sets instance optimisation, which --model replaces (use --refine K)");
   }
   if (has("full_resolution")) s.full_resolution = py::cast<bool>(kw["full_resolution"]);
+  if (has("compare_finer")) {
+    const long long n = py::cast<long long>(kw["compare_finer"]);
+    if (n < 0 || n > 5) throw pipeline::SettingsError("--compare-finer: 0 to 5 levels, got " + std::to_string(n));
+    s.compare_finer = unsigned(n);
+  }
   if (has("affine_iterations")) {
     const auto counts = py::cast<std::vector<long long>>(kw["affine_iterations"]);
     if (counts.size() != 2 || counts[0] < 0 || counts[1] < 0) {

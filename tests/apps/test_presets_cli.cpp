@@ -45,15 +45,18 @@ TEST_F(PresetsCli, APresetSetsItsSettingsAndOptionsGivenOverrideThem) {
   EXPECT_EQ(s["preset"], "brain");
   EXPECT_EQ(s["pre_alignment"], "affine");
   EXPECT_EQ(s["regularizer"], "diffusion");
-  s = summary(m + " --preset breathing", "");  // its own 140,140,140,40 on a 16³ volume: quick enough
+  s = summary(m + " --preset breathing", "");  // its own 140,140,70,40 on a 16³ volume: quick enough
   EXPECT_EQ(s["preset"], "breathing");
   EXPECT_EQ(s["pre_alignment"], "none");
   EXPECT_EQ(s["regularizer"], "tv");
   EXPECT_EQ(s["iterations"].size(), 4u);
   EXPECT_EQ(s["full_resolution"], true);
-  EXPECT_EQ(s["regularization"], 0.7);
+  EXPECT_EQ(s["regularization"], 1.0);
   EXPECT_EQ(s["learning_rate"], 0.4);
-  s = summary(m + " --preset breathing --regularizer diffusion --rigid --learning-rate 0.2");
+  EXPECT_EQ(s["compare_finer"], 2);
+  EXPECT_EQ(summary(m)["compare_finer"], 0);
+  s = summary(m + " --preset breathing --regularizer diffusion --rigid --learning-rate 0.2 --compare-finer 1");
+  EXPECT_EQ(s["compare_finer"], 1);
   EXPECT_EQ(s["regularizer"], "diffusion");
   EXPECT_EQ(s["learning_rate"], 0.2);
   EXPECT_EQ(s["pre_alignment"], "rigid");

@@ -160,6 +160,8 @@ int exercise_object_methods() {
   ITK_TEST_SET_GET_BOOLEAN(filter, UseAffine, false);
   ITK_TEST_SET_GET_BOOLEAN(filter, UseRigid, false);
   ITK_TEST_SET_GET_BOOLEAN(filter, UseFullResolution, false);
+  filter->SetCompareFiner(2u);
+  ITK_TEST_SET_GET_VALUE(2u, filter->GetCompareFiner());
   ITK_TEST_SET_GET_BOOLEAN(filter, UseDeformable, false);
   return EXIT_SUCCESS;
 }
@@ -191,11 +193,13 @@ TEST(RegistrationSettings, PresetsAreNamedSettings) {
   EXPECT_EQ(brain.regularizer, defaults.regularizer);
   const pipeline::RegistrationSettings breathing = pipeline::preset_settings("breathing");
   EXPECT_FALSE(breathing.affine);
-  EXPECT_EQ(breathing.iterations, (std::vector<unsigned>{140, 140, 140, 40}));
+  EXPECT_EQ(breathing.iterations, (std::vector<unsigned>{140, 140, 70, 40}));
   EXPECT_EQ(breathing.regularizer, "tv");
   EXPECT_EQ(breathing.preset, "breathing");
   EXPECT_TRUE(breathing.full_resolution);
-  EXPECT_EQ(breathing.regularization, 0.7);
+  EXPECT_EQ(breathing.regularization, 1.0);
+  EXPECT_EQ(breathing.compare_finer, 2u);
+  EXPECT_EQ(defaults.compare_finer, 0u);
   EXPECT_EQ(breathing.learning_rate, 0.4);
   EXPECT_NO_THROW(pipeline::validate(breathing));
   EXPECT_EQ(pipeline::presets().size(), 2u);
@@ -216,12 +220,13 @@ TEST(RegistrationFilter, SetPresetSetsThePresetsSettings) {
   filter->SetSeed(5u);
   filter->SetPreset("breathing");
   EXPECT_EQ(filter->GetPreset(), "breathing");
-  EXPECT_EQ(filter->GetNumberOfIterations(), (Filter::LevelIterationsType{140, 140, 140, 40}));
+  EXPECT_EQ(filter->GetNumberOfIterations(), (Filter::LevelIterationsType{140, 140, 70, 40}));
   EXPECT_FALSE(filter->GetUseAffine());
   EXPECT_EQ(filter->GetRegularizer(), "tv");
-  EXPECT_EQ(filter->GetRegularization(), 0.7);
+  EXPECT_EQ(filter->GetRegularization(), 1.0);
   EXPECT_EQ(filter->GetLearningRate(), 0.4);
   EXPECT_TRUE(filter->GetUseFullResolution());
+  EXPECT_EQ(filter->GetCompareFiner(), 2u);
   EXPECT_EQ(filter->GetSeed(), 5u);
   filter->SetRegularizer("diffusion");
   EXPECT_EQ(filter->GetRegularizer(), "diffusion");

@@ -129,7 +129,8 @@ TEST(TemplateSettings, TheCommandLineCarriesTheRegistrationSettings) {
   EXPECT_EQ(value_of(w, "--rigid"), "<flag>");
   EXPECT_FALSE(has(w, "--no-affine")) << "--rigid turns the preset's affine stage back on";
   EXPECT_EQ(value_of(w, "--full-resolution"), "<flag>");
-  EXPECT_EQ(value_of(w, "--iterations"), "140,140,140,40");
+  EXPECT_EQ(value_of(w, "--iterations"), "140,140,70,40");
+  EXPECT_EQ(value_of(w, "--compare-finer"), "2");
   EXPECT_EQ(value_of(w, "--regularizer"), "tv");
   EXPECT_EQ(read_back(value_of(w, "--regularization")), 1.0 / 3.0);
   EXPECT_EQ(read_back(value_of(w, "--learning-rate")), 0.4);

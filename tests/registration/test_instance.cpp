@@ -103,6 +103,33 @@ TEST(FitDisplacement, AThickSlabKeepsItsSlicesAndAnyNumberOfLevelsFits) {
             0.5 * inner(fixed - moving).pow(2).mean().item<double>());
 }
 
+// Fine texture moved by 3 voxels: the coarse levels' own pooled images (1/8 of 32
+// voxels) are blurred flat, so they barely see the motion; compared on the images of two
+// levels finer (compare_finer) they follow it by the texture, and the field ends nearer
+// the truth (0.26 against 0.40 voxels). The velocity stays on each level's grid (the
+// half-resolution field's size).
+TEST(FitDisplacement, CoarseLevelsComparedOnFinerImagesFollowALargeMotion) {
+  at::manual_seed(8);
+  const int64_t S = 32;
+  const at::Tensor fixed = at::upsample_trilinear3d(at::rand({1, 1, 16, 16, 16}), {S, S, S}, true);
+  at::Tensor truth = at::zeros({1, 3, S, S, S});
+  truth.narrow(1, 2, 1).fill_(3.0);
+  truth.narrow(1, 1, 1).fill_(-2.0);
+  const at::Tensor moving = ops::warp(fixed, -truth, ops::Interpolation::Linear, ops::Padding::Border);
+  const auto error = [&](const at::Tensor& u) {
+    return (u - truth).narrow(2, 8, S - 16).narrow(3, 8, S - 16).narrow(4, 8, S - 16).pow(2).sum(1).sqrt().mean().item<double>();
+  };
+  reg::InstanceOptions o;
+  o.iterations = {60, 60, 30};
+  o.spacing = {1, 1, 1};
+  o.learning_rate = 0.3;
+  const double own = error(reg::fit_displacement(fixed, moving, o));
+  o.compare_finer = 2;
+  EXPECT_EQ(reg::fit_half_displacement(fixed, moving, o).sizes(), (at::IntArrayRef{1, 3, 16, 16, 16}));
+  const double finer = error(reg::fit_displacement(fixed, moving, o));
+  EXPECT_LT(finer, 0.8 * own) << "endpoint error: compared finer " << finer << " voxels, on the levels' own grids " << own;
+}
+
 // Two textured blocks sliding past each other (the upper half of H moved +2 voxels along
 // W, the lower half −2): the total-variation regulariser lets the field change sharply at
 // the interface, diffusion smears the two motions into each other there.

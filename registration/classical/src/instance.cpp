@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
 
 #include "autoreg/ops.h"
 #include "autoreg/registration/regularization.h"
@@ -46,6 +47,33 @@ at::Tensor resize_field(const at::Tensor& u, at::IntArrayRef size) {
     channels.push_back(r.narrow(1, c, 1) * scale);
   }
   return at::cat(channels, 1);
+}
+
+// The local NCC's window at `level`, in voxels of the grid it compares (`compared`: the
+// level's own, a finer level's, or `levels` for the full-resolution images):
+// - window_mm > 0: that many millimetres along each axis (odd, at least 3 voxels);
+// - a level compared on a finer grid: 9 of its voxels where that grid is at least 3 times
+//   finer than the level's, 7 otherwise (on the liver pairs, windows of the level's 5
+//   voxels scaled to the finer grid, 19 and 11, left 2.02 / 1.85 mm with λ 0.7; 9, 9, 7
+//   1.90 / 1.64, docs/beyond-brains.md);
+// - otherwise 5 voxels of the level's grid, 7 at the finest level.
+NccWindow level_window(const InstanceOptions& o, const std::vector<Factors>& plan, size_t level, size_t compared,
+                       size_t levels) {
+  const bool full = o.full_resolution && level + 1 == levels;
+  NccWindow window;
+  window.fill(level + 1 == levels ? 7 : 5);
+  if (compared != level) {
+    int64_t ratio = 1;
+    for (int d = 0; d < 3; ++d) ratio = std::max(ratio, plan[level][d] / plan[compared][d]);
+    window.fill(ratio >= 3 ? 9 : 7);
+  }
+  if (o.window_mm > 0) {
+    for (int d = 0; d < 3; ++d) {
+      const double voxel = o.spacing[d] * double(full ? 1 : plan[compared][d]);
+      if (voxel > 0) window[size_t(d)] = std::max<int64_t>(3, 2 * std::llround((o.window_mm / voxel - 1) / 2) + 1);
+    }
+  }
+  return window;
 }
 
 }  // namespace
@@ -104,23 +132,22 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
   for (size_t level = 0; level < levels; ++level) {
     // Leading levels without steps (a refinement) are skipped: the first with steps starts from zero.
     if (!velocity.defined() && o.iterations[level] == 0 && level + 1 < levels) continue;
-    // With full_resolution the finest level compares the images themselves, through the
-    // half-resolution field upsampled at each step.
+    // What the level compares, and on which grid its velocity lives:
+    // - with full_resolution, the finest level compares the images themselves, through
+    //   the half-resolution velocity upsampled at each step;
+    // - with compare_finer, a level before the finest compares the images pooled as the
+    //   level compare_finer levels finer (at most the half-resolution grid), through its
+    //   own velocity upsampled at each step;
+    // - otherwise, the images pooled to the level's grid, where its velocity lives.
     const bool full = o.full_resolution && level + 1 == levels;
-    // What the level compares: the images (and masks) pooled to its grid, or themselves.
-    const auto at_level = [&](const at::Tensor& t) { return full ? t : downsample(t, plan[level]); };
+    const size_t compared = level + 1 < levels ? std::min(level + size_t(std::max(0, o.compare_finer)), levels) : level;
+    const bool finer = !full && compared != level;
+    const std::optional<Factors> pool = full ? std::nullopt : std::optional<Factors>(plan[compared]);
+    const auto at_level = [&](const at::Tensor& t) { return pool ? downsample(t, *pool) : t; };
     const at::Tensor fl = at_level(f), ml = at_level(m);
-    const std::vector<int64_t> grid = full ? half : fl.sizes().slice(2).vec();
-    // The local NCC's window: 5 voxels of the level's grid along every axis, 7 at the
-    // finest level; or window_mm millimetres along each axis (odd, at least 3 voxels).
-    NccWindow window;
-    window.fill(level + 1 == levels ? 7 : 5);
-    if (o.window_mm > 0) {
-      for (int d = 0; d < 3; ++d) {
-        const double voxel = o.spacing[d] * double(full ? 1 : plan[level][d]);
-        if (voxel > 0) window[size_t(d)] = std::max<int64_t>(3, 2 * std::llround((o.window_mm / voxel - 1) / 2) + 1);
-      }
-    }
+    const std::vector<int64_t> grid =
+        full ? half : finer ? downsample(f, plan[level]).sizes().slice(2).vec() : fl.sizes().slice(2).vec();
+    const NccWindow window = level_window(o, plan, level, compared, levels);
     // MIND: the descriptors of both images computed once a level, the moving ones warped
     // at each step (as deeds and ConvexAdam do) rather than recomputed from the warped
     // image, compared by MSE. The T1/T2 pair's deformable stage 18.4 s -> 8.3 s; on the
@@ -145,7 +172,7 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
     for (int64_t it = 0; it < o.iterations[level]; ++it) {
       adam.zero_grad();
       at::Tensor u = ops::integrate(velocity, o.integration_steps);
-      if (full) u = resize_field(u, fl.sizes().slice(2));
+      if (full || finer) u = resize_field(u, fl.sizes().slice(2));
       const at::Tensor warped = ops::warp(compared_moving, u, ops::Interpolation::Linear, ops::Padding::Border);
       at::Tensor weight;  // the masks' voxels that count (not optimised: no gradient)
       if (fixed_mask.defined() || moving_mask.defined()) {

@@ -32,7 +32,7 @@ struct RegistrationSettings {
   // variation, for organs that slide; registration/regularization.h)
   std::string regularizer = "diffusion";
   // --regularization: the term's weight λ (1: diffusion's chosen on the OASIS validation
-  // pairs; the breathing preset's tv 0.7, on the liver pairs, docs/beyond-brains.md)
+  // pairs; the breathing preset's tv 1, on the liver pairs, docs/beyond-brains.md)
   double regularization = 1.0;
   // --learning-rate: instance optimisation's Adam step, in half-resolution voxels of the
   // finest axis (the same physical length at every level): 0.15 on brains, 0.4 in the
@@ -47,6 +47,9 @@ struct RegistrationSettings {
   // pyramid planned per axis from the spacing, registration/instance.h)
   std::vector<unsigned> iterations{70, 20};
   bool full_resolution = false;    // --full-resolution: the finest level compares the full-resolution images
+  // --compare-finer N: each level before the finest compares the images of the level N
+  // finer (registration/instance.h); 0 by default, 2 in the breathing preset
+  unsigned compare_finer = 0;
   std::array<unsigned, 2> affine_iterations{150, 100};  // --affine-iterations: the affine's Adam steps at 4 mm and 2 mm
   unsigned refine = 0;             // --refine: with a model, instance optimisation steps refining its field
   uint64_t seed = 0;               // --seed
@@ -63,10 +66,11 @@ inline constexpr std::array<double, 2> kCtWindow{-1000, 1000};
 // The named settings `--preset` chooses, each with what it is for:
 //   brain      the defaults: adult brain MRI between subjects (affine, two levels, diffusion)
 //   breathing  the same patient's frames across breathing (liver, lungs, kidneys): no
-//              affine (the body wall does not move), four levels (motion of centimetres),
-//              total variation (organs slide along the body wall) of weight 0.7, Adam
-//              steps of 0.4 voxels, the finest level compared at full resolution
-//              (vessels of thin in-plane voxels)
+//              affine (the body wall does not move), four levels (motion of centimetres)
+//              each compared on the images of two levels finer (they follow the
+//              vessels, not blurred blobs), total variation (organs slide along the body
+//              wall) of weight 1, Adam steps of 0.4 voxels, the finest level compared at
+//              full resolution (vessels of thin in-plane voxels)
 struct Preset {
   std::string name, purpose;
 };
