@@ -56,8 +56,8 @@ inline pipeline::RegistrationSettings settings_of(const py::dict& kw) {
   if (has("full_resolution")) s.full_resolution = py::cast<bool>(kw["full_resolution"]);
   if (has("compare_finer")) {
     const long long n = py::cast<long long>(kw["compare_finer"]);
-    if (n < 0 || n > 5) throw pipeline::SettingsError("--compare-finer: 0 to 5 levels, got " + std::to_string(n));
-    s.compare_finer = unsigned(n);
+    if (n < 0) throw pipeline::SettingsError("--compare-finer: 0 to 5 levels, got " + std::to_string(n));
+    s.compare_finer = unsigned(n);  // validate() refuses more than 5
   }
   if (has("affine_iterations")) {
     const auto counts = py::cast<std::vector<long long>>(kw["affine_iterations"]);

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <optional>
 
 #include "autoreg/ops.h"
 #include "autoreg/registration/regularization.h"
@@ -49,27 +48,34 @@ at::Tensor resize_field(const at::Tensor& u, at::IntArrayRef size) {
   return at::cat(channels, 1);
 }
 
-// The local NCC's window at `level`, in voxels of the grid it compares (`compared`: the
-// level's own, a finer level's, or `levels` for the full-resolution images):
-// - window_mm > 0: that many millimetres along each axis (odd, at least 3 voxels);
-// - a level compared on a finer grid: 9 of its voxels where that grid is at least 3 times
-//   finer than the level's, 7 otherwise (on the liver pairs, windows of the level's 5
-//   voxels scaled to the finer grid, 19 and 11, left 2.02 / 1.85 mm with λ 0.7; 9, 9, 7
-//   1.90 / 1.64, docs/beyond-brains.md);
-// - otherwise 5 voxels of the level's grid, 7 at the finest level.
-NccWindow level_window(const InstanceOptions& o, const std::vector<Factors>& plan, size_t level, size_t compared,
-                       size_t levels) {
-  const bool full = o.full_resolution && level + 1 == levels;
-  NccWindow window;
-  window.fill(level + 1 == levels ? 7 : 5);
-  if (compared != level) {
-    int64_t ratio = 1;
-    for (int d = 0; d < 3; ++d) ratio = std::max(ratio, plan[level][d] / plan[compared][d]);
-    window.fill(ratio >= 3 ? 9 : 7);
+// The grid that pooling a volume of `size` by `f` (as downsample) gives, without pooling it.
+std::vector<int64_t> pooled_size(at::IntArrayRef size, const Factors& f) {
+  std::vector<int64_t> n;
+  for (int d = 0; d < 3; ++d) {
+    const int64_t g = std::min(f[d], size[2 + d]);
+    n.push_back((size[2 + d] + g - 1) / g);
   }
+  return n;
+}
+
+// The local NCC's window of a level whose velocity's grid pools the images by `own` and
+// whose comparison pools them by `compared` (`own` itself, a finer level's factors, or
+// 1s for the full-resolution images), in voxels of the compared grid:
+// - window_mm > 0: that many millimetres along each axis (odd, at least 3 voxels);
+// - a level before the finest compared on a finer grid: 9 of its voxels where that grid
+//   is at least 3 times finer than the level's, 7 otherwise (on the liver pairs, windows
+//   of the level's 5 voxels scaled to the finer grid, 19 and 11, left 2.02 / 1.85 mm with
+//   λ 0.7; 9, 9, 7 1.90 / 1.64, docs/beyond-brains.md);
+// - otherwise 5 voxels of the level's grid, 7 at the finest level.
+NccWindow level_window(const InstanceOptions& o, bool finest, const Factors& own, const Factors& compared) {
+  NccWindow window;
+  window.fill(finest ? 7 : 5);
+  int64_t ratio = 1;
+  for (int d = 0; d < 3; ++d) ratio = std::max(ratio, own[d] / compared[d]);
+  if (!finest && ratio > 1) window.fill(ratio >= 3 ? 9 : 7);
   if (o.window_mm > 0) {
     for (int d = 0; d < 3; ++d) {
-      const double voxel = o.spacing[d] * double(full ? 1 : plan[compared][d]);
+      const double voxel = o.spacing[d] * double(compared[d]);
       if (voxel > 0) window[size_t(d)] = std::max<int64_t>(3, 2 * std::llround((o.window_mm / voxel - 1) / 2) + 1);
     }
   }
@@ -121,8 +127,7 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
   const at::Tensor f = fixed.to(at::kFloat), m = moving.to(at::kFloat);
   const size_t levels = o.iterations.size();
   const std::vector<Factors> plan = pyramid_factors(levels, o.spacing);
-  std::vector<int64_t> half;
-  for (int64_t d = 0; d < 3; ++d) half.push_back((f.size(2 + d) + plan[levels][d] - 1) / plan[levels][d]);
+  const std::vector<int64_t> half = pooled_size(f.sizes(), plan[levels]);
   const int a = finest_axis(o.spacing);
 
   // The velocity lives on each level's grid: 1/4 resolution first (a step there costs a
@@ -139,15 +144,16 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
     //   level compare_finer levels finer (at most the half-resolution grid), through its
     //   own velocity upsampled at each step;
     // - otherwise, the images pooled to the level's grid, where its velocity lives.
-    const bool full = o.full_resolution && level + 1 == levels;
-    const size_t compared = level + 1 < levels ? std::min(level + size_t(std::max(0, o.compare_finer)), levels) : level;
-    const bool finer = !full && compared != level;
-    const std::optional<Factors> pool = full ? std::nullopt : std::optional<Factors>(plan[compared]);
-    const auto at_level = [&](const at::Tensor& t) { return pool ? downsample(t, *pool) : t; };
+    const bool finest = level + 1 == levels;
+    const bool full = o.full_resolution && finest;
+    const Factors own = plan[level];
+    const Factors compared =
+        full ? Factors{1, 1, 1} : finest ? own : plan[std::min(level + size_t(std::max(0, o.compare_finer)), levels)];
+    const bool upsampled = compared != own;  // the velocity is upsampled to the compared grid at each step
+    const auto at_level = [&](const at::Tensor& t) { return downsample(t, compared); };
     const at::Tensor fl = at_level(f), ml = at_level(m);
-    const std::vector<int64_t> grid =
-        full ? half : finer ? downsample(f, plan[level]).sizes().slice(2).vec() : fl.sizes().slice(2).vec();
-    const NccWindow window = level_window(o, plan, level, compared, levels);
+    const std::vector<int64_t> grid = pooled_size(f.sizes(), own);
+    const NccWindow window = level_window(o, finest, own, compared);
     // MIND: the descriptors of both images computed once a level, the moving ones warped
     // at each step (as deeds and ConvexAdam do) rather than recomputed from the warped
     // image, compared by MSE. The T1/T2 pair's deformable stage 18.4 s -> 8.3 s; on the
@@ -166,13 +172,13 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
     velocity.requires_grad_();
     // The level's voxel size (mm, or unknown): what the smoothness's Jacobian is taken in.
     std::array<double, 3> level_spacing{};
-    for (int d = 0; d < 3; ++d) level_spacing[d] = o.spacing[d] * double(full ? plan[levels][d] : plan[level][d]);
+    for (int d = 0; d < 3; ++d) level_spacing[d] = o.spacing[d] * double(own[d]);
     const double scale = double(grid[size_t(a)]) / double(half[a]);  // level voxels per half-resolution voxel
     torch::optim::Adam adam({velocity}, torch::optim::AdamOptions(o.learning_rate * scale));
     for (int64_t it = 0; it < o.iterations[level]; ++it) {
       adam.zero_grad();
       at::Tensor u = ops::integrate(velocity, o.integration_steps);
-      if (full || finer) u = resize_field(u, fl.sizes().slice(2));
+      if (upsampled) u = resize_field(u, fl.sizes().slice(2));
       const at::Tensor warped = ops::warp(compared_moving, u, ops::Interpolation::Linear, ops::Padding::Border);
       at::Tensor weight;  // the masks' voxels that count (not optimised: no gradient)
       if (fixed_mask.defined() || moving_mask.defined()) {
