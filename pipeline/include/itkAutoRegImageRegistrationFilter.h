@@ -108,8 +108,14 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
 
   /** Instance optimisation steps per pyramid level, coarse to fine, the last at 1/2
    * resolution and each before it halving again (without a model; 1 to 6 levels).
-   * Default: [70, 20]. */
-  itkSetMacro(NumberOfIterations, LevelIterationsType);
+   * Default: [70, 20]. Written out rather than by itkSetMacro, whose debug message
+   * streams the value: a std::vector has no operator<<, so the macro failed to compile
+   * wherever NDEBUG is not defined (a user's Debug build). */
+  virtual void SetNumberOfIterations(const LevelIterationsType& iterations) {
+    if (m_NumberOfIterations == iterations) return;
+    m_NumberOfIterations = iterations;
+    this->Modified();
+  }
   itkGetConstReferenceMacro(NumberOfIterations, LevelIterationsType);
 
   /** Affine pre-alignment steps at 4 mm and at 2 mm. Default: [150, 100]. */
