@@ -12,6 +12,7 @@ using base::UsageError;
 using pipeline::exit_code;
 using pipeline::ExitCode;
 using pipeline::kBadInput;
+using pipeline::kCheckFailed;
 using pipeline::kFailure;
 using pipeline::kInterrupted;
 using pipeline::kOk;

@@ -65,6 +65,7 @@ int run_register(int argc, char** argv) {
   TCLAP::ValueArg<std::string> moving_orientation("", "moving-orientation", "override a wrong header: where the moving image's (and labels') voxel axes point, e.g. LIA", false, "", "CODE", cmd);
   TCLAP::SwitchArg force("", "force", "resample a label map or mask that is not on its image's grid (nearest neighbour)", cmd, false);
   TCLAP::SwitchArg json("", "json", "print a JSON summary", cmd, false);
+  TCLAP::SwitchArg strict("", "strict", "exit with code 6 when a failure check warns (the result worse than the start on what both scans show, an affine beyond the preset's limits, folding over 1 %); the outputs are written either way", cmd, false);
   cmd.setExceptionHandling(false);
   cmd.parse(argc, argv);
 
@@ -88,7 +89,7 @@ int run_register(int argc, char** argv) {
   if (batch) {
     for (const auto* a : std::initializer_list<const TCLAP::Arg*>{&fixed, &moving, &out_warped, &out_field, &moving_labels,
                                                                    &out_labels, &out_affine, &fixed_labels, &out_inverse_field, &qc,
-                                                                   &fixed_points, &moving_points, &fixed_mask, &moving_mask}) {
+                                                                   &fixed_points, &moving_points, &fixed_mask, &moving_mask, &strict}) {
       if (a->isSet()) throw UsageError("--pairs lists the pairs; --" + a->getName() + " is for one pair");
     }
     if (!out_dir.isSet()) throw UsageError("--pairs needs --out-dir");
@@ -133,6 +134,11 @@ int run_register(int argc, char** argv) {
     return kSomePairsFailed;
   }
   const nlohmann::json summary = pipeline::register_files(p, times);
+  // A failed check is never silent: on stderr always (before the summary), in the exit
+  // code with --strict.
+  for (const auto& w : summary["warnings"]) {
+    std::fprintf(stderr, "warning: %s: %s\n", w["check"].get<std::string>().c_str(), w["message"].get<std::string>().c_str());
+  }
   if (json.getValue()) {
     std::printf("%s\n", summary.dump(2).c_str());
   } else {
@@ -146,6 +152,7 @@ int run_register(int argc, char** argv) {
                   t["median_mm"].get<double>(), t["p95_mm"].get<double>(), t["max_mm"].get<double>());
     }
   }
+  if (strict.getValue() && !summary["warnings"].empty()) return kCheckFailed;
   return kOk;
 }
 

@@ -23,7 +23,7 @@ struct RegistrationArgs {
       : preset("", "preset", preset_help(), false, defaults.preset, &preset_allowed, cmd),
         model("", "model", "a trained model (.autoreg, from autoreg train), or 'default' for the model shipped with autoreg; without it, instance optimisation", false, "", "FILE", cmd),
         refine("", "refine", "with --model: Adam steps of instance optimisation (1/2 resolution) refining the network's field (default 0)", false, 0, "K", cmd),
-        iterations("", "iterations", "deformable Adam steps per pyramid level, coarse to fine: the last at 1/2 resolution, each before it halving again (default " + pipeline::counts_text(defaults.iterations) + ": 1/4 and 1/2; 1 to 6 levels, more for larger motion, e.g. 140,140,140,40 for breathing; thick slices are not shrunk until the others reach them)", false, pipeline::counts_text(defaults.iterations), "N1,N2,...", cmd),
+        iterations("", "iterations", "deformable Adam steps per pyramid level, coarse to fine: the last at 1/2 resolution, each before it halving again (default " + pipeline::counts_text(defaults.iterations) + ": 1/4 and 1/2; 1 to 6 levels, more for larger motion, e.g. 140,140,70,40 in --preset breathing; thick slices are not shrunk until the others reach them)", false, pipeline::counts_text(defaults.iterations), "N1,N2,...", cmd),
         affine_iterations("", "affine-iterations", "affine Adam steps at 4 mm and 2 mm (default " + pipeline::counts_text(defaults.affine_iterations) + ")", false, pipeline::counts_text(defaults.affine_iterations), "N1,N2", cmd),
         full_resolution("", "full-resolution", "the finest level compares the images at full resolution (the field stays on the half-resolution grid): finer detail at about twice the time; on in --preset breathing", cmd, false),
         compare_finer("", "compare-finer", "each pyramid level before the finest compares the images of the level N finer (at most 1/2 resolution), its field on its own grid: coarse levels that follow centimetres of motion by fine structure (vessels) rather than blurred blobs, at up to 1.5 times the time (default 0; 2 in --preset breathing)", false, defaults.compare_finer, "N", cmd),
@@ -35,12 +35,14 @@ struct RegistrationArgs {
         learning_rate("", "learning-rate", "instance optimisation's Adam step in half-resolution voxels of the finest axis, the same length in mm at every level (default " + number_text(defaults.learning_rate) + "; 0.4 in --preset breathing)", false, defaults.learning_rate, "STEP", cmd),
         ncc_window("", "ncc-window", "instance optimisation's local NCC window in mm along each axis, the same neighbourhood at every level and on thick slices (default 0: 5 voxels of each level, 7 at the finest)", false, defaults.ncc_window_mm, "MM", cmd),
         seed("", "seed", "random seed (default 0)", false, 0, "S", cmd),
+        discrete("", "discrete", "before instance optimisation, search every displacement up to MM millimetres along each axis on a 4 mm grid (MIND-SSC cost volume, coupled convex optimisation, as ConvexAdam): motion larger than the pyramid follows from zero (default 0: none)", false, defaults.discrete_mm, "MM", cmd),
+        padding("", "padding", "the constant outside a scan's field of view, which no similarity compares (a cone-beam CT's cylinder, a CT's reconstruction circle): auto (default: each image's minimum when it is at or below -500 and a constant around the field of view, not clamped air), none, or a value for both images (e.g. 0 for an MR crop); --json reports what was found", false, "auto", "auto|none|VALUE", cmd),
         intensity_window("", "intensity-window", "the intensities mapped to 0 and 1, clipped beyond, for both images (e.g. -1000,1000 for CT in HU); default automatic: a CT (its 0.5th percentile at or below -500 HU) gets -1000,1000, anything else its 0.5th and 99.5th percentiles", false, "", "LO,HI", cmd) {}
 
   // Options of this group given on the command line (to refuse them where nothing is registered).
   std::vector<const TCLAP::Arg*> all() const {
     return {&preset, &model, &refine, &iterations, &full_resolution, &compare_finer, &affine_iterations, &no_affine, &rigid, &similarity,
-            &regularizer, &regularization, &learning_rate, &ncc_window, &seed, &intensity_window};
+            &regularizer, &regularization, &learning_rate, &ncc_window, &seed, &intensity_window, &padding, &discrete};
   }
 
   // The settings the options give: the preset's, with the options given on the command
@@ -72,6 +74,8 @@ struct RegistrationArgs {
       if (w.size() != 2 || !(w[1] > w[0])) throw UsageError("--intensity-window: two values LO,HI with LO < HI, e.g. -1000,1000");
       s.intensity_window = std::array<double, 2>{w[0], w[1]};
     }
+    if (discrete.isSet()) s.discrete_mm = discrete.getValue();
+    if (padding.isSet()) s.padding = pipeline::parse_padding(padding.getValue());
     if (iterations.isSet() && !s.model.empty()) {
       throw UsageError("--iterations sets instance optimisation, which --model replaces (use --refine K)");
     }
@@ -118,6 +122,8 @@ struct RegistrationArgs {
   TCLAP::ValueArg<double> learning_rate;
   TCLAP::ValueArg<double> ncc_window;
   TCLAP::ValueArg<uint64_t> seed;
+  TCLAP::ValueArg<double> discrete;
+  TCLAP::ValueArg<std::string> padding;
   TCLAP::ValueArg<std::string> intensity_window;
 };
 

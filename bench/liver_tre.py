@@ -85,8 +85,8 @@ def main():
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     print(f"register options: {' '.join(a.extra) or '(defaults)'}; {a.threads} threads")
-    print("| pair | inside: before → after (mm) | outside: before → after (mm) | pTVreg in / out | folding | time |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| pair | inside: before → after (mm) | outside: before → after (mm) | pTVreg in / out | folding | time | warnings |")
+    print("|---|---:|---:|---:|---:|---:|---|")
     rows = []
     for subject, frame in PAIRS:
         d = DATA / subject
@@ -105,17 +105,18 @@ def main():
         row = {"pair": f"{subject} {frame}", "inside_before": inside["tre"]["before"]["mean_mm"],
                "inside_after": inside["tre"]["after"]["mean_mm"], "outside_before": outside["tre"]["before"]["mean_mm"],
                "outside_after": outside["tre"]["after"]["mean_mm"],
-               "folding_percent": inside["non_positive_jacobian_percent"], "seconds": seconds, "options": a.extra}
+               "folding_percent": inside["non_positive_jacobian_percent"], "seconds": seconds, "options": a.extra,
+               "warnings": [w["check"] for w in json.loads(r.stdout).get("warnings", [])]}
         rows.append(row)
         p = PTV[frame]
         print(f"| {row['pair']} | {row['inside_before']:.1f} → {row['inside_after']:.1f} | "
               f"{row['outside_before']:.1f} → {row['outside_after']:.1f} | {p[0]:.2f} / {p[1]:.2f} | "
-              f"{row['folding_percent']:.2f} % | {seconds:.1f} s |", flush=True)
+              f"{row['folding_percent']:.2f} % | {seconds:.1f} s | {', '.join(row['warnings']) or 'none'} |", flush=True)
     n = len(rows)
     mean = lambda k: sum(r[k] for r in rows) / n
     print(f"| mean | {mean('inside_before'):.1f} → {mean('inside_after'):.2f} | {mean('outside_before'):.1f} → "
           f"{mean('outside_after'):.2f} | {sum(p[0] for p in PTV.values()) / 4:.2f} / {sum(p[1] for p in PTV.values()) / 4:.2f} | "
-          f"{mean('folding_percent'):.2f} % | {mean('seconds'):.1f} s |")
+          f"{mean('folding_percent'):.2f} % | {mean('seconds'):.1f} s | |")
     with open(out / "results.jsonl", "a") as f:
         for r in rows:
             f.write(json.dumps(r) + "\n")

@@ -99,7 +99,8 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   itkGetConstReferenceMacro(Device, std::string);
 
   /** Named settings for an anatomy and motion, as `autoreg register --preset`: "brain"
-   * (the defaults) or "breathing" (the same patient's frames across breathing). Sets every
+   * (the defaults), "breathing" (the same patient's frames across breathing) or "ct-cbct"
+   * (a planning CT onto the same patient's cone-beam CT). Sets every
    * setting the preset names (the levels, the pre-alignment, the regulariser, its weight,
    * the step, full resolution); setters called after it override them. An unknown name
    * throws itk::ExceptionObject listing the known ones. Default: "brain". */
@@ -175,6 +176,20 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   itkGetConstMacro(UseDeformable, bool);
   itkBooleanMacro(UseDeformable);
 
+  /** What lies outside a scan's field of view, which no similarity compares: "auto" (a
+   * Hounsfield-like constant at or below -500 around the field of view, found in each
+   * image), "none" (every voxel compared), or a value for both images ("0" for an MR
+   * crop), as `autoreg register --padding`. Anything else makes Update() throw. Default:
+   * "auto". */
+  itkSetMacro(Padding, std::string);
+  itkGetConstReferenceMacro(Padding, std::string);
+
+  /** Before instance optimisation, a discrete search of every displacement up to this
+   * many mm along each axis (as `autoreg register --discrete MM`): motion larger than the
+   * pyramid follows from zero. Default: 0 (none). */
+  itkSetMacro(DiscreteSearchRadius, double);
+  itkGetConstMacro(DiscreteSearchRadius, double);
+
   /** Random seed of instance optimisation. Default: 0. */
   itkSetMacro(Seed, uint64_t);
   itkGetConstMacro(Seed, uint64_t);
@@ -219,6 +234,8 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   bool m_UseAffine;
   bool m_UseDeformable;
   uint64_t m_Seed;
+  std::string m_Padding;
+  double m_DiscreteSearchRadius;
   typename TransformType::Pointer m_Transform{};
 };
 

@@ -41,6 +41,8 @@ void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementFiel
   m_UseAffine = s.affine;
   m_UseDeformable = s.deformable;
   m_Seed = s.seed;
+  m_Padding = autoreg::pipeline::padding_text(s.padding);
+  m_DiscreteSearchRadius = s.discrete_mm;
 }
 
 template <typename TFixedImage, typename TMovingImage, typename TDisplacementField>
@@ -75,6 +77,8 @@ AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::C
   for (unsigned int level = 0; level < 2; ++level) s.affine_iterations[level] = m_AffineNumberOfIterations[level];
   s.refine = m_NumberOfRefinementIterations;
   s.seed = m_Seed;
+  s.padding = autoreg::pipeline::parse_padding(m_Padding);
+  s.discrete_mm = m_DiscreteSearchRadius;
   return s;
 }
 
@@ -168,6 +172,8 @@ void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementFiel
   os << indent << "UseAffine: " << (m_UseAffine ? "On" : "Off") << std::endl;
   os << indent << "UseDeformable: " << (m_UseDeformable ? "On" : "Off") << std::endl;
   os << indent << "Seed: " << m_Seed << std::endl;
+  os << indent << "Padding: " << m_Padding << std::endl;
+  os << indent << "DiscreteSearchRadius: " << m_DiscreteSearchRadius << std::endl;
   itkPrintSelfObjectMacro(Transform);
 }
 

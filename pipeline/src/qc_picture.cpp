@@ -34,6 +34,7 @@ void write_qc_picture(const std::string& path, const QcVolumes& v) {
   in.axis_letters = {code[2], code[1], code[0]};
   in.title = v.title;
   in.caption = v.caption;
+  in.warning = v.warning;
   if (v.displacement.defined()) {
     // Only the three planes drawn need the Jacobian (a whole 256³ field's took a second):
     // each from a slab of three planes, central differences across it.

@@ -149,6 +149,8 @@ nlohmann::json inverse_summary(const PairInputs& in, const PairResult& r, const 
   return j;
 }
 
+nlohmann::json padding_summary(const PairOptions& o, const PairResult& r);
+
 // What the registration was set to do, for the summary: the preset, the stages, the
 // similarity and smoothness, and how the intensities were normalised.
 nlohmann::json settings_summary(const PairOptions& o, const PairResult& r) {
@@ -165,8 +167,33 @@ nlohmann::json settings_summary(const PairOptions& o, const PairResult& r) {
           {"full_resolution", o.deformable.full_resolution},
           {"compare_finer", o.deformable.compare_finer},
           {"ncc_window_mm", o.deformable.window_mm},
-          {"intensity", {{"fixed", intensity(r.fixed_intensity)}, {"moving", intensity(r.moving_intensity)}}}};
+          {"discrete_mm", o.discrete_mm},
+          {"intensity", {{"fixed", intensity(r.fixed_intensity)}, {"moving", intensity(r.moving_intensity)}}},
+          {"padding", padding_summary(o, r)}};
 }
+
+// What --padding found in each image: the value and the percentage of its grid outside
+// the field of view (null: nothing outside).
+nlohmann::json padding_summary(const PairOptions& o, const PairResult& r) {
+  const auto found = [](const PairResult::FieldOfView& f) {
+    if (!f.padding) return nlohmann::json();
+    return nlohmann::json{{"value", *f.padding}, {"outside_percent", 100.0 * f.outside_fraction}};
+  };
+  return {{"rule", padding_text(o.padding)}, {"fixed", found(r.fixed_fov)}, {"moving", found(r.moving_fov)}};
+}
+
+// The affine stage's own check: its loss and the headers' on the same points, and which
+// it kept (null without the stage).
+nlohmann::json affine_check_summary(const PairResult& r) {
+  if (!r.affine_report) return nullptr;
+  const registration::AffineReport& a = *r.affine_report;
+  return {{"loss_fitted", a.fitted_loss},
+          {"loss_headers", a.headers_loss},
+          {"local_loss_headers", r.loss_before},
+          {"kept", a.kept_headers ? "headers" : "fitted"}};
+}
+
+nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
 
 }  // namespace
 
@@ -240,6 +267,7 @@ PairMetrics pair_metrics(const RegisterJob& p, const PairInputs& in, const PairO
   if (r.inverse.defined()) m.inverse = inverse_summary(in, r, out.warped.data);
   m.jacobian = registration::jacobian_stats(r.displacement);
   times.lap("jacobian");
+  m.warnings = check_pair(p.options, r, m.jacobian.non_positive_percent);
   if (in.fixed_labels.data.defined() && out.warped_labels.data.defined()) {
     m.dice = registration::mean_dice_over_reference(in.fixed_labels.data, out.warped_labels.data);
   }
@@ -287,6 +315,9 @@ nlohmann::json pair_summary(const RegisterJob& p, const PairOutputs& out, const 
           {"tre_mm", m.tre.is_null() ? nlohmann::json() : m.tre["mean_mm"]},
           {"tre", m.tre},
           {"inverse", m.inverse},
+          {"affine_check", affine_check_summary(r)},
+          {"similarity_check", {{"loss_before", finite_or_null(r.loss_before)}, {"loss_after", finite_or_null(r.loss_after)}}},
+          {"warnings", warnings_json(m.warnings)},
           {"settings", settings_summary(p.options, r)}};
 }
 
@@ -319,7 +350,8 @@ nlohmann::json register_inputs(RegisterJob p, PairInputs in, StageTimes& times) 
                   m.jacobian.non_positive_percent, m.jacobian.log_std);
     outputs.write(p.qc, [&] {
       write_qc_picture(p.qc, {fixed_voxels, out.warped.data, out.warped_labels.data, r.displacement, in.fixed.geometry,
-                              "autoreg register: " + file_stem(p.moving) + " onto " + file_stem(p.fixed), caption});
+                              "autoreg register: " + file_stem(p.moving) + " onto " + file_stem(p.fixed), caption,
+                              warnings_line(m.warnings)});
     });
     times.lap("qc");
   }

@@ -15,7 +15,10 @@
 #include "autoreg/ops.h"
 #include "autoreg/pipeline/default_model.h"
 #include "autoreg/pipeline/frame.h"
+#include "autoreg/registration/discrete.h"
+#include "autoreg/registration/field_of_view.h"
 #include "autoreg/registration/model_file.h"
+#include "similarity_check.h"
 
 namespace autoreg::pipeline {
 
@@ -26,6 +29,8 @@ PairOptions pair_options(const RegistrationSettings& s) {
   o.affine.similarity = o.deformable.similarity = s.similarity;
   o.affine.rigid = s.rigid;
   o.intensity_window = s.intensity_window;
+  o.padding = s.padding;
+  o.discrete_mm = s.discrete_mm;
   o.preset = s.preset;
   o.deformable.regularizer = registration::parse_regularizer(s.regularizer);
   o.deformable.regularization = s.regularization;
@@ -46,6 +51,9 @@ PairOptions pair_options(const RegistrationSettings& s) {
 }
 
 void check_invertible(const PairOptions& o) {
+  if (o.discrete_mm > 0 && !o.model) {
+    throw SettingsError("--discrete's field has no inverse yet: leave out the inverse field, or --discrete");
+  }
   if (o.model && !o.model->info.network.diffeomorphic) {
     throw io::IoError(o.model_file + ": this model's network is not diffeomorphic (its fields are not velocities), so it has "
                       "no inverse of its own; register without the inverse field, or with a diffeomorphic model");
@@ -78,17 +86,47 @@ std::array<double, 2> normalisation_percentiles(const PairOptions& o) {
   return o.model ? o.model->info.normalization : std::array<double, 2>{0.5, 99.5};
 }
 
+namespace {
+
+// The mask of what `v` shows (its field of view: registration/field_of_view.h) times the
+// given `mask`, as PairMasks holds it; *found says what was found.
+at::Tensor within_field_of_view(const io::Volume& v, const at::Tensor& mask, const Padding& padding,
+                                PairResult::FieldOfView* found) {
+  if (padding.rule == Padding::Rule::None) return mask;
+  const registration::FieldOfView fov = registration::field_of_view(
+      v.data, padding.rule == Padding::Rule::Value ? std::optional<double>(padding.value) : std::nullopt);
+  *found = {fov.padding, fov.outside_fraction};
+  if (!fov.inside.defined()) return mask;
+  return mask.defined() ? mask.cpu() * fov.inside : fov.inside;
+}
+
+}  // namespace
+
 PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions& o, StageTimes* times,
-                         const PairMasks& masks) {
+                         const PairMasks& given_masks) {
   const at::Device device = ops::parse_device(o.device);
   PairResult r;
   const auto lap = [times](const char* stage) {
     if (times) times->lap(stage);
   };
+  // Only what both scans show is compared: the given masks times the fields of view.
+  const PairMasks masks{within_field_of_view(fixed, given_masks.fixed, o.padding, &r.fixed_fov),
+                        within_field_of_view(moving, given_masks.moving, o.padding, &r.moving_fov)};
+  // The checks compare what both scans show even when the similarity compares everything
+  // (--padding none): the fields of view found automatically.
+  r.masks = masks;
+  if (o.padding.rule == Padding::Rule::None) {
+    PairResult::FieldOfView found;
+    r.masks = {within_field_of_view(fixed, given_masks.fixed, Padding{}, &found),
+               within_field_of_view(moving, given_masks.moving, Padding{}, &found)};
+  }
   const std::array<double, 2> percentiles = normalisation_percentiles(o);
-  // Percentiles of what the masks cover, when given.
-  const at::Tensor f = normalise_intensities(fixed.data, masks.fixed, o, percentiles, &r.fixed_intensity).to(device);
-  const io::Volume m{normalise_intensities(moving.data, masks.moving, o, percentiles, &r.moving_intensity), moving.geometry};
+  // Percentiles of what the given masks cover, when given (not of the fields of view:
+  // a CBCT's padding at −1000 is what says it is a CT, and its window is HU's).
+  const at::Tensor f =
+      normalise_intensities(fixed.data, given_masks.fixed, o, percentiles, &r.fixed_intensity).to(device);
+  const io::Volume m{normalise_intensities(moving.data, given_masks.moving, o, percentiles, &r.moving_intensity),
+                     moving.geometry};
   fixed.data = moving.data = at::Tensor();  // the caller's copies (if any) stay
   lap("normalise");
   r.affine = at::eye(4, at::kDouble);
@@ -97,9 +135,18 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
     registration::AffineOptions affine = o.affine;
     if (masks.fixed.defined()) affine.fixed_mask = masks.fixed.to(device);
     if (masks.moving.defined()) affine.moving_mask = masks.moving.to(device);
+    registration::AffineReport report;
     r.affine = registration::fit_affine(f, io::index_to_world(fixed.geometry), m.data.to(device),
-                                        io::index_to_world(moving.geometry), affine)
+                                        io::index_to_world(moving.geometry), affine, &report)
                    .cpu();
+    // The affine must improve the local similarity on what both scans show by at least
+    // kAffineGain of the headers' loss, or it is dropped (the headers' alignment kept).
+    r.loss_before = detail::mapped_similarity_loss(o.deformable.similarity, f, fixed.geometry, m, at::Tensor(),
+                                                   at::Tensor(), r.masks);
+    report.kept_headers = !(detail::mapped_similarity_loss(o.deformable.similarity, f, fixed.geometry, m, r.affine,
+                                                           at::Tensor(), r.masks) < (1 - kAffineGain) * r.loss_before);
+    if (report.kept_headers) r.affine = at::eye(4, at::kDouble);
+    r.affine_report = report;
     lap("affine");
   }
   c10::AutoGradMode no_grad(false);
@@ -159,9 +206,18 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
     }
   } else {
     // The moving image after the affine, on the fixed grid, is what the field is fitted to.
-    const at::Tensor moved = io::sample_mapped(m, fixed.geometry, r.affine, at::Tensor());
+    at::Tensor moved = io::sample_mapped(m, fixed.geometry, r.affine, at::Tensor());
     lap("resample");
-    deformation = fit_on_foreground(moved, o.deformable, at::Tensor(), want_undo, moved_mask(at::Tensor()));
+    at::Tensor start;  // the discrete search's displacement (fixed voxels), which the fit continues
+    if (o.discrete_mm > 0) {
+      registration::DiscreteOptions d;
+      d.radius_mm = o.discrete_mm;
+      d.spacing = {fixed.geometry.spacing[2], fixed.geometry.spacing[1], fixed.geometry.spacing[0]};
+      start = registration::discrete_displacement(f, moved.to(device), d, masks.fixed).cpu();
+      moved = io::sample_mapped(m, fixed.geometry, r.affine, start);
+      lap("discrete");
+    }
+    deformation = fit_on_foreground(moved, o.deformable, start, want_undo, moved_mask(start));
     lap("deformable");
   }
   if (o.inverse) {
@@ -171,6 +227,10 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
   // In place: the deformable part becomes the whole map.
   r.displacement = io::compose_affine_(fixed.geometry, r.affine, deformation);
   lap("compose");
+  const std::string& kind = o.deformable.similarity;
+  if (!r.affine_report) r.loss_before = detail::mapped_similarity_loss(kind, f, fixed.geometry, m, at::Tensor(), at::Tensor(), r.masks);
+  r.loss_after = detail::mapped_similarity_loss(kind, f, fixed.geometry, m, at::Tensor(), r.displacement, r.masks);
+  lap("check");
   return r;
 }
 

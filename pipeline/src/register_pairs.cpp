@@ -111,14 +111,22 @@ std::string summary_csv(const nlohmann::json& rows) {
     }
   }
   const std::vector<std::string> columns = {"pair", "fixed", "moving", "status", "seconds", "dice", "tre_mm",
-                                            "non_positive_jacobian_percent", "peak_memory_mib", "error"};
+                                            "non_positive_jacobian_percent", "peak_memory_mib", "warnings", "error"};
   std::string text;
   for (const auto& c : columns) text += (text.empty() ? "" : ",") + c;
   for (const auto& s : stage_names) text += ",seconds_" + s;
   text += "\n";
   for (const auto& r : rows) {
     std::string line;
-    for (const auto& c : columns) line += (line.empty() ? "" : ",") + csv_field(r.value(c, nlohmann::json()));
+    for (const auto& c : columns) {
+      nlohmann::json v = r.value(c, nlohmann::json());
+      if (c == "warnings") {  // the failed checks' names, ';'-separated
+        std::string names;
+        for (const auto& w : v.is_array() ? v : nlohmann::json::array()) names += (names.empty() ? "" : ";") + w.value("check", "");
+        v = names;
+      }
+      line += (line.empty() ? "" : ",") + csv_field(v);
+    }
     for (const auto& s : stage_names) {
       line += "," + (r.contains("stage_seconds") ? csv_field(r["stage_seconds"].value(s, nlohmann::json())) : "");
     }
@@ -144,6 +152,9 @@ void write_index(const std::string& path, const nlohmann::json& rows, const std:
     row.tre_mm = number(r, "tre_mm");
     row.folding_percent = number(r, "non_positive_jacobian_percent");
     row.seconds = number(r, "seconds");
+    if (r.contains("warnings") && r["warnings"].is_array()) {
+      for (const auto& w : r["warnings"]) row.warning += (row.warning.empty() ? "WARNING: " : "; ") + w.value("message", "");
+    }
     index.push_back(row);
   }
   qc::write_index_html(path, index, "autoreg register --pairs " + pairs_csv);

@@ -41,9 +41,11 @@ def register(fixed, moving, *, inverse: bool = False, moving_labels=None, fixed_
     (indexed [k, j, i], 1 mm, origin 0). Settings: the command line's options as keywords
     (``preset``, ``model`` (a path or "default"), ``device``, ``affine`` (False:
     --no-affine), ``deformable`` (False: --affine-only), ``rigid``, ``similarity``,
-    ``regularizer``, ``regularization``, ``learning_rate``, ``iterations``,
+    ``regularizer``, ``regularization``, ``learning_rate``, ``ncc_window_mm``, ``iterations``,
     ``full_resolution``, ``compare_finer``, ``affine_iterations``, ``refine``, ``seed``,
-    ``intensity_window``), the preset first and the keywords given over it. Points: N×3
+    ``intensity_window``, ``padding`` ("auto", "none" or a value: what lies outside the
+    fields of view)), the preset first and the keywords given over it. The summary's
+    ``warnings`` lists the failure checks that fired, as ``--json``'s. Points: N×3
     arrays of LPS mm (the summary gets their TRE). ``threads`` sets torch's intra-op
     threads (as --threads). ``progress(stage, level, step, steps, loss)`` is called
     from the optimisers. Raises autoreg.InputError (bad input), autoreg.SettingsError

@@ -20,7 +20,7 @@ namespace py = pybind11;
 inline pipeline::RegistrationSettings settings_of(const py::dict& kw) {
   static const std::set<std::string> known = {
       "preset", "model", "device", "affine", "deformable", "rigid", "similarity", "regularizer", "regularization",
-      "learning_rate", "ncc_window_mm", "iterations", "full_resolution", "compare_finer", "affine_iterations", "refine", "seed", "intensity_window"};
+      "learning_rate", "ncc_window_mm", "iterations", "full_resolution", "compare_finer", "affine_iterations", "refine", "seed", "intensity_window", "padding", "discrete_mm"};
   for (const auto& item : kw) {
     const std::string key = py::cast<std::string>(item.first);
     if (!known.count(key)) {
@@ -76,6 +76,12 @@ inline pipeline::RegistrationSettings settings_of(const py::dict& kw) {
     const auto w = py::cast<std::vector<double>>(kw["intensity_window"]);
     if (w.size() != 2 || !(w[1] > w[0])) throw pipeline::SettingsError("--intensity-window: two values LO,HI with LO < HI, e.g. -1000,1000");
     s.intensity_window = std::array<double, 2>{w[0], w[1]};
+  }
+  if (has("discrete_mm")) s.discrete_mm = py::cast<double>(kw["discrete_mm"]);
+  if (has("padding")) {  // "auto", "none" or a number
+    const py::object p = kw["padding"];
+    s.padding = py::isinstance<py::str>(p) ? pipeline::parse_padding(py::cast<std::string>(p))
+                                           : pipeline::Padding{pipeline::Padding::Rule::Value, py::cast<double>(p)};
   }
   return s;
 }

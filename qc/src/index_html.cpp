@@ -46,6 +46,8 @@ bool failed(const IndexRow& r) { return r.status != "ok"; }
 // name.
 bool worse(const IndexRow& a, const IndexRow& b) {
   if (failed(a) != failed(b)) return failed(a);
+  const bool a_warned = !a.warning.empty(), b_warned = !b.warning.empty();
+  if (a_warned != b_warned) return a_warned;
   const bool a_dice = std::isfinite(a.dice), b_dice = std::isfinite(b.dice);
   if (a_dice != b_dice) return a_dice;
   if (a_dice && a.dice != b.dice) return a.dice < b.dice;
@@ -86,7 +88,8 @@ table { border-collapse: collapse; width: 100%; }
 th, td { padding: 4px 8px; text-align: left; vertical-align: top; }
 tr.figures td { border-top: 1px solid #444; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
-tr.failed td.status { color: #ff5555; font-weight: bold; }
+tr.failed td.status, tr.warned td.status { color: #ff5555; font-weight: bold; }
+td.warning { color: #ff5555; }
 td.error { color: #ffaaaa; white-space: pre-wrap; }
 img.qc-picture { width: 100%; height: auto; display: block; }
 img.broken { outline: 3px solid #ff00ff; min-height: 3em; }
@@ -108,12 +111,18 @@ void write_index_html(const std::string& path, std::vector<IndexRow> rows, const
   for (size_t i = 0; i < rows.size(); ++i) {
     const IndexRow& r = rows[i];
     const std::string name = base::escape_html(r.name);
-    html << "<tr class=\"figures " << (failed(r) ? "failed" : "ok") << "\"><td class=\"num\">" << i + 1
-         << "</td><td class=\"name\">" << name << "</td><td class=\"status\">" << base::escape_html(r.status)
+    const bool warned = !failed(r) && !r.warning.empty();
+    html << "<tr class=\"figures " << (failed(r) ? "failed" : warned ? "warned" : "ok") << "\"><td class=\"num\">" << i + 1
+         << "</td><td class=\"name\">" << name << "</td><td class=\"status\">"
+         << base::escape_html(warned ? r.status + ", warning" : r.status)
          << "</td><td class=\"num\">" << number(r.dice, "%.3f") << "</td><td class=\"num\">"
          << (tre ? number(r.tre_mm, "%.2f") + "</td><td class=\"num\">" : std::string())
          << number(r.folding_percent, "%.3f") << "</td><td class=\"num\">" << number(r.seconds, "%.1f")
          << "</td><td class=\"error\">" << base::escape_html(r.error) << "</td></tr>\n";
+    if (!r.warning.empty()) {
+      html << "<tr class=\"warning\"><td></td><td class=\"warning\" colspan=\"" << (tre ? 7 : 6) << "\">"
+           << base::escape_html(r.warning) << "</td></tr>\n";
+    }
     if (!r.picture.empty()) {
       html << "<tr class=\"picture\"><td colspan=\"" << (tre ? 8 : 7) << "\"><img class=\"qc-picture\" src=\""
            << base::escape_html(escape_url(r.picture)) << "\" alt=\"quality-control picture of " << name

@@ -135,6 +135,11 @@ Frame make_frame(const PictureInputs& in) {
   const int bar_top = rows_top + kLineHeight / 2;
   L.colour_bar = {bar_x, bar_top, kBarWidth, std::max(kLineHeight, rows_bottom - bar_top - 2 * kLineHeight)};
   L.caption_lines = detail::wrap(detail::to_ascii(in.caption), (L.width - 2 * kPad) / kCharWidth);
+  if (!in.warning.empty()) {
+    const std::vector<std::string> warning = detail::wrap(detail::to_ascii(in.warning), (L.width - 2 * kPad) / kCharWidth);
+    L.caption_lines.insert(L.caption_lines.end(), warning.begin(), warning.end());
+    L.warning_lines = warning.size();
+  }
   L.caption = {0, rows_bottom + kPad, L.width, 2 * kPad + static_cast<int>(L.caption_lines.size()) * kLineHeight};
   L.height = L.caption.y + L.caption.height;
   return f;
@@ -286,7 +291,9 @@ void draw_text(Canvas& canvas, const Frame& f, const PictureInputs& in, bool has
   }
   canvas.fill(L.caption, kCaptionBackground);
   for (size_t i = 0; i < L.caption_lines.size(); ++i) {
-    canvas.text(kPad, L.caption.y + kPad + static_cast<int>(i) * kLineHeight, L.caption_lines[i], kText);
+    const bool warning = i + L.warning_lines >= L.caption_lines.size();
+    canvas.text(kPad, L.caption.y + kPad + static_cast<int>(i) * kLineHeight, L.caption_lines[i],
+                warning ? kWarningColour : kText);
   }
 }
 

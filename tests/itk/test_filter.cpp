@@ -162,6 +162,11 @@ int exercise_object_methods() {
   ITK_TEST_SET_GET_BOOLEAN(filter, UseFullResolution, false);
   filter->SetCompareFiner(2u);
   ITK_TEST_SET_GET_VALUE(2u, filter->GetCompareFiner());
+  const std::string padding = "-1024";
+  filter->SetPadding(padding);
+  ITK_TEST_SET_GET_VALUE(padding, filter->GetPadding());
+  filter->SetDiscreteSearchRadius(20.0);
+  ITK_TEST_SET_GET_VALUE(20.0, filter->GetDiscreteSearchRadius());
   ITK_TEST_SET_GET_BOOLEAN(filter, UseDeformable, false);
   return EXIT_SUCCESS;
 }
@@ -202,7 +207,12 @@ TEST(RegistrationSettings, PresetsAreNamedSettings) {
   EXPECT_EQ(defaults.compare_finer, 0u);
   EXPECT_EQ(breathing.learning_rate, 0.4);
   EXPECT_NO_THROW(pipeline::validate(breathing));
-  EXPECT_EQ(pipeline::presets().size(), 2u);
+  EXPECT_EQ(pipeline::presets().size(), 3u);
+  const pipeline::RegistrationSettings ct = pipeline::preset_settings("ct-cbct");
+  EXPECT_TRUE(ct.affine && ct.rigid);
+  EXPECT_EQ(ct.regularization, 4.0);
+  EXPECT_EQ(ct.padding, pipeline::Padding{});
+  EXPECT_NO_THROW(pipeline::validate(ct));
   try {
     pipeline::preset_settings("lung");
     ADD_FAILURE() << "an unknown preset was taken";
@@ -237,6 +247,11 @@ TEST(RegistrationFilter, SetPresetSetsThePresetsSettings) {
     EXPECT_NE(std::string(e.GetDescription()).find("brain, breathing"), std::string::npos) << e.GetDescription();
   }
   EXPECT_EQ(filter->GetPreset(), "breathing");  // unchanged by the refused name
+  EXPECT_EQ(filter->GetPadding(), "auto");
+  filter->SetPreset("ct-cbct");
+  EXPECT_TRUE(filter->GetUseRigid() && filter->GetUseAffine());
+  EXPECT_EQ(filter->GetRegularization(), 4.0);
+  EXPECT_EQ(filter->GetRegularizer(), "diffusion");
 }
 
 // Mean and largest distance |S(T(x)) − x| over fixed voxels inside the scene's

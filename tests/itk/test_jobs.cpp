@@ -116,7 +116,13 @@ TEST(TemplateSettings, TheCommandLineCarriesTheRegistrationSettings) {
   s.registration.ncc_window_mm = 7.5;
   s.registration.seed = 99;
   s.registration.intensity_window = std::array<double, 2>{-1000, 400};
+  s.registration.padding = pipeline::parse_padding("-3024");
+  s.registration.discrete_mm = 12.5;
   Words w = pipeline::to_arguments(s);
+  EXPECT_EQ(pipeline::parse_padding(value_of(w, "--padding")), s.registration.padding);
+  EXPECT_EQ(read_back(value_of(w, "--discrete")), 12.5);
+  EXPECT_THROW(pipeline::parse_padding("-10OO"), base::UsageError);
+  EXPECT_EQ(pipeline::padding_text(pipeline::Padding{}), "auto");
   ASSERT_FALSE(w.empty());
   EXPECT_EQ(w[0], "template");
   EXPECT_EQ(value_of(w, "--images"), "subjects.csv");

@@ -99,7 +99,7 @@ at::Tensor moments_affine(const at::Tensor& fixed, const at::Tensor& fixed_index
 
 at::Tensor fit_affine(const at::Tensor& fixed, const at::Tensor& fixed_index_to_world,
                       const at::Tensor& moving, const at::Tensor& moving_index_to_world,
-                      const AffineOptions& o) {
+                      const AffineOptions& o, AffineReport* report) {
   check_inputs(fixed, fixed_index_to_world, "fixed");
   check_inputs(moving, moving_index_to_world, "moving");
   check_similarity(o.similarity);
@@ -163,10 +163,18 @@ at::Tensor fit_affine(const at::Tensor& fixed, const at::Tensor& fixed_index_to_
       }
     }
   }
+  double fitted = 0;
   for (size_t level = 0; level < f.size(); ++level) {
     auto [mr, tr, loss] = fit.run(int(level), best_m, best_t, o.iterations[level], true);
     best_m = mr;
     best_t = tr;
+    fitted = loss;
+  }
+  // The headers' alignment on the same points, for the caller's check (its own measure
+  // is the one the fit optimised: a caller judges by another, pipeline::register_pair).
+  if (report) {
+    report->fitted_loss = fitted;
+    report->headers_loss = std::get<2>(fit.run(int(f.size()) - 1, starts[0].first, starts[0].second, 0, false));
   }
   return to_matrix(best_m, best_t, mf.centre);
 }

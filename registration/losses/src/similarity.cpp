@@ -49,17 +49,32 @@ at::Tensor local_ncc_map(const at::Tensor& a, const at::Tensor& b, int64_t windo
 }
 
 at::Tensor local_ncc_map(const at::Tensor& a, const at::Tensor& b, NccWindow window) {
+  return local_ncc_map(a, b, window, at::Tensor());
+}
+
+at::Tensor local_ncc_map(const at::Tensor& a, const at::Tensor& b, NccWindow window, const at::Tensor& weight) {
   TORCH_CHECK(a.dim() == 5, "local_ncc: N×C×D×H×W images, got ", a.sizes());
   // Each axis's window at most the widest odd one that fits it.
   for (int d = 0; d < 3; ++d) {
     window[size_t(d)] = std::max<int64_t>(1, std::min(window[size_t(d)], a.size(2 + d) % 2 ? a.size(2 + d) : a.size(2 + d) - 1));
+  }
+  const double n = double(window[0]) * double(window[1]) * double(window[2]);
+  if (weight.defined()) {
+    // Each window's moments over its voxels inside the mask alone: a window that reaches
+    // past a field of view's edge compares what lies inside, not the padding.
+    const at::Tensor inside = box_mean(weight, window).clamp_min(1e-6);  // the window's share inside
+    const at::Tensor wa = weight * a, wb = weight * b;
+    const at::Tensor ma = box_mean(wa, window) / inside, mb = box_mean(wb, window) / inside;
+    const at::Tensor cov = box_mean(wa * b, window) / inside - ma * mb;
+    const at::Tensor va = (box_mean(wa * a, window) / inside - ma * ma).clamp_min(0);
+    const at::Tensor vb = (box_mean(wb * b, window) / inside - mb * mb).clamp_min(0);
+    return cov * cov / (va * vb + 1e-5 / (n * n));
   }
   const at::Tensor ma = box_mean(a, window), mb = box_mean(b, window);
   const at::Tensor cov = box_mean(a * b, window) - ma * mb;
   const at::Tensor va = (box_mean(a * a, window) - ma * ma).clamp_min(0);
   const at::Tensor vb = (box_mean(b * b, window) - mb * mb).clamp_min(0);
   // VoxelMorph's ε = 1e-5 on window sums, written for window means (÷ n² for n voxels).
-  const double n = double(window[0]) * double(window[1]) * double(window[2]);
   return cov * cov / (va * vb + 1e-5 / (n * n));
 }
 
@@ -119,7 +134,7 @@ at::Tensor similarity_loss(const std::string& kind, const at::Tensor& fixed,
     check_similarity(kind);
     // Per-voxel losses, their mean weighted by the mask (ε: an empty mask gives 0, not NaN).
     at::Tensor per_voxel;
-    if (kind == "ncc") per_voxel = 1 - local_ncc_map(fixed, warped, window);
+    if (kind == "ncc") per_voxel = 1 - local_ncc_map(fixed, warped, window, weight);
     if (kind == "mse") per_voxel = (fixed - warped).pow(2).mean(1, /*keepdim=*/true);  // channels averaged, as unweighted
     if (kind == "mind") per_voxel = (mind_ssc(fixed) - mind_ssc(warped)).pow(2).mean(1, /*keepdim=*/true);
     return (per_voxel * weight).sum() / (weight.sum() + 1e-8);

@@ -20,6 +20,7 @@ enum ExitCode : int {
   kFailure = 3,   // anything that fails while running
   kInterrupted = 4,  // SIGINT/SIGTERM during a long run: a checkpoint was written, --resume continues
   kSomePairsFailed = 5,  // register --pairs: some pairs failed and were skipped; the others are written
+  kCheckFailed = 6,  // register --strict: the outputs are written, but a failure check warned (pair_checks.h)
 };
 
 // The exit code of an error that ends a job.

@@ -17,6 +17,7 @@ struct QcVolumes {
   at::Tensor displacement;  // optional 1×3×D×H×W voxels: its log Jacobian determinant
   io::Geometry grid;
   std::string title, caption;
+  std::string warning;  // a failed check (pair_checks.h), in red below the caption
 };
 
 // Writes the picture (atomically). Throws std::runtime_error naming `path`.

@@ -12,6 +12,7 @@
 
 #include "autoreg/io/points.h"
 #include "autoreg/io/volume.h"
+#include "autoreg/pipeline/pair_checks.h"
 #include "autoreg/pipeline/register_pair.h"
 #include "autoreg/registration/metrics.h"
 
@@ -62,11 +63,13 @@ PairOutputs register_in_memory(RegisterJob& job, PairInputs& in, StageTimes& tim
 
 // What the summary reports of a registered pair: the inverse's round trip (with an
 // inverse), the Jacobian's statistics (the "jacobian" stage of `times`), the Dice with
-// both label maps (NaN without), the landmarks' TRE (null without).
+// both label maps (NaN without), the landmarks' TRE (null without), and the failure
+// checks' warnings (pair_checks.h).
 struct PairMetrics {
   nlohmann::json inverse, tre;
   registration::JacobianStats jacobian;
   double dice = std::nan("");
+  std::vector<PairWarning> warnings;
 };
 PairMetrics pair_metrics(const RegisterJob& job, const PairInputs& in, const PairOutputs& out, StageTimes& times);
 

@@ -52,8 +52,19 @@ struct PairOptions {
   bool inverse = false;
   // The intensity window (RegistrationSettings::intensity_window); unset: automatic.
   std::optional<std::array<double, 2>> intensity_window;
+  Padding padding;  // what lies outside the fields of view (RegistrationSettings::padding)
+  // Without a model, instance optimisation starts from a discrete search of displacements
+  // up to this many mm (registration/discrete.h); 0: from zero.
+  double discrete_mm = 0;
   std::string preset = "brain";  // the settings' preset, for the summary
 };
+
+// The least relative gain in the deformable stage's similarity loss (on what both scans
+// show, at about 3 mm) that keeps an affine: below it the headers' alignment is kept.
+// On the planning CT → CBCT02 pair, which the clinic had aligned, the affine gained 0.2 %
+// by a 25 % stretch and the rigid fit lost 3 % by a 23° turn; between OASIS subjects
+// in native space the affine gains far more (docs/beyond-brains.md).
+inline constexpr double kAffineGain = 0.01;
 
 // The options that `settings` ask for (validated: SettingsError), with the model (its
 // name resolved, "default" included: NoDefaultModel) read once (io::IoError or
@@ -70,6 +81,14 @@ void check_invertible(const PairOptions& options);
 // resolution only); none when the stages stop after the affine. For progress reports.
 std::vector<int64_t> deformable_levels(const PairOptions& o);
 
+// Cost-function masks of a pair, optional: 1×1×D×H×W float32, 1 inside and 0 outside,
+// each on its own image's grid. They decide which voxels the similarity compares in the
+// affine stage, instance optimisation and the refinement (a network's prediction does
+// not use them); the field is still computed everywhere.
+struct PairMasks {
+  at::Tensor fixed, moving;
+};
+
 struct PairResult {
   at::Tensor affine;        // 4×4 float64, fixed → moving physical points (identity without it)
   at::Tensor displacement;  // 1×3×D×H×W float32, voxels of the fixed grid: the whole map
@@ -85,6 +104,22 @@ struct PairResult {
     double lo = 0, hi = 0;
   };
   Intensity fixed_intensity, moving_intensity;
+  // Each image's field of view (registration/field_of_view.h): the padding value found or
+  // given (none: every voxel counts) and the fraction of its grid outside.
+  struct FieldOfView {
+    std::optional<double> padding;
+    double outside_fraction = 0;
+  };
+  FieldOfView fixed_fov, moving_fov;
+  // The masks the similarity used, on each image's grid (the given masks times the
+  // fields of view; undefined: every voxel): what the failure checks compare.
+  PairMasks masks;
+  // The affine stage's own check (registration/affine.h); unset without the stage.
+  std::optional<registration::AffineReport> affine_report;
+  // The registration's similarity loss (lower is better) between the fixed image and the
+  // moving one on what both show, at the headers' alignment and through the result
+  // (pipeline/src/similarity_check.h): a result worse than its start is a failure.
+  double loss_before = 0, loss_after = 0;
 };
 
 // The process's peak resident memory so far, MiB.
@@ -112,13 +147,6 @@ class StageTimes {
   std::vector<std::pair<std::string, double>> seconds_, peak_mib_;
 };
 
-// Cost-function masks of a pair, optional: 1×1×D×H×W float32, 1 inside and 0 outside,
-// each on its own image's grid. They decide which voxels the similarity compares in the
-// affine stage, instance optimisation and the refinement (a network's prediction does
-// not use them); the field is still computed everywhere.
-struct PairMasks {
-  at::Tensor fixed, moving;
-};
 
 // A mask as PairMasks holds it: 1 where `data` is non-zero, float32. io::IoError naming
 // `name` when nothing is inside.

@@ -20,6 +20,21 @@ namespace autoreg::pipeline {
 // carry the same names).
 using SettingsError = base::UsageError;
 
+// --padding: what lies outside a scan's field of view (registration/field_of_view.h),
+// which no similarity compares. Automatic: a Hounsfield-like constant (at or below
+// −500) around the field of view, found in each image; none: every voxel is compared
+// (as before there was this setting); a value: that constant, in both images.
+struct Padding {
+  enum class Rule { Automatic, None, Value };
+  Rule rule = Rule::Automatic;
+  double value = 0;  // with Rule::Value
+  bool operator==(const Padding& o) const { return rule == o.rule && (rule != Rule::Value || value == o.value); }
+};
+// "auto", "none" or the value ("-1000"), as the command line writes it; and back
+// (SettingsError naming --padding for anything else).
+std::string padding_text(const Padding& p);
+Padding parse_padding(const std::string& text);
+
 struct RegistrationSettings {
   std::string preset = "brain";    // --preset: the named settings these start from (presets())
   std::string model;               // --model: an .autoreg file, "default" (the shipped model), or "" (instance optimisation)
@@ -57,6 +72,11 @@ struct RegistrationSettings {
   // automatic: a CT (Hounsfield units: the 0.5th percentile at or below -500) gets
   // kCtWindow, anything else its 0.5th and 99.5th percentiles (a model's own percentiles)
   std::optional<std::array<double, 2>> intensity_window;
+  Padding padding;                 // --padding auto|none|VALUE: outside the fields of view (automatic)
+  // --discrete MM: before instance optimisation, a discrete search of every displacement
+  // up to MM millimetres along each axis on a 4 mm grid (registration/discrete.h: large
+  // motion); 0 (the default): none
+  double discrete_mm = 0;
 };
 
 // The CT window of the automatic normalisation, HU: air at 0, dense bone at 1, soft tissue
@@ -71,6 +91,10 @@ inline constexpr std::array<double, 2> kCtWindow{-1000, 1000};
 //              vessels, not blurred blobs), total variation (organs slide along the body
 //              wall) of weight 1, Adam steps of 0.4 voxels, the finest level compared at
 //              full resolution (vessels of thin in-plane voxels)
+//   ct-cbct    a planning CT onto the same patient's cone-beam CT: rigid pre-alignment
+//              (dropped unless it improves the match, as every pre-alignment), the
+//              padding around the CBCT's field of view not compared (automatic), local
+//              NCC (the CBCT is not in HU), diffusion of weight 4
 struct Preset {
   std::string name, purpose;
 };

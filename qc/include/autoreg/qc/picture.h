@@ -38,6 +38,7 @@ struct PictureInputs {
   std::array<int64_t, 3> centre{-1, -1, -1};
   std::string caption;  // one line of figures at the bottom (wrapped when too long)
   std::string title;    // optional, at the top
+  std::string warning;  // optional: a failed check, in red below the caption (wrapped)
 };
 
 // Writes the picture as an 8-bit RGB PNG, atomically (a temporary file renamed into
@@ -79,8 +80,10 @@ struct PictureLayout {
   std::array<std::array<Rect, kColumns>, 3> panels{};  // [row][column]: the slice's pixels
   Rect colour_bar;                             // the log|J| scale's bar (+s at the top)
   Rect caption;                                // the caption strip at the bottom
-  std::vector<std::string> caption_lines;      // the caption as drawn (ASCII, wrapped)
+  std::vector<std::string> caption_lines;      // the caption as drawn (ASCII, wrapped), then
+  size_t warning_lines = 0;                    // the warning's lines among them (the last ones, red)
 };
+inline constexpr Rgb kWarningColour{255, 70, 70};  // the warning's text
 PictureLayout picture_layout(const PictureInputs& in);
 
 // ---- index.html ----------------------------------------------------------------------
@@ -91,6 +94,7 @@ struct IndexRow {
   std::string picture;  // path relative to the html
   std::string status;   // "ok" or "failed"
   std::string error;
+  std::string warning;  // a failed check (pair_checks.h): the row is drawn in red and sorted with the failures
   double dice = kNoValue;
   double tre_mm = kNoValue;  // landmarks' mean error after registration (a column when any row has it)
   double folding_percent = kNoValue;

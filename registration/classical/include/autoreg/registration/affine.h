@@ -41,12 +41,23 @@ struct AffineOptions {
   std::function<void(int, int64_t, double)> progress;
 };
 
+// What the affine stage found, besides its matrix: its loss on every point of the finest
+// level, and the headers' own alignment's (the identity) on the same points. A fit wins
+// by the measure it optimised even where the content does not support it (a planning CT
+// turned 23° onto a CBCT that the clinic had aligned), so pipeline::register_pair judges
+// it by another (the deformable stage's local similarity) and drops it when it does not
+// help: `kept_headers`.
+struct AffineReport {
+  double fitted_loss = 0, headers_loss = 0;
+  bool kept_headers = false;  // set by the caller that dropped the fit
+};
+
 // 4×4 float64 matrix A (world → world) such that moving(A·x) ≈ fixed(x) for world points
 // x of the fixed volume. fixed, moving: 1×1×D×H×W, intensities normalised to about
 // [0, 1]; *_index_to_world: 4×4 float64 (homogeneous index (i, j, k, 1) → world).
 at::Tensor fit_affine(const at::Tensor& fixed, const at::Tensor& fixed_index_to_world,
                       const at::Tensor& moving, const at::Tensor& moving_index_to_world,
-                      const AffineOptions& options = {});
+                      const AffineOptions& options = {}, AffineReport* report = nullptr);
 
 // The moments initialisation alone: maps the fixed image's centre of mass onto the
 // moving one's, scaled about it by the isotropic factor that equalises the volumes of

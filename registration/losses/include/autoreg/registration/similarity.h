@@ -23,6 +23,10 @@ at::Tensor local_ncc(const at::Tensor& a, const at::Tensor& b, int64_t window);
 at::Tensor local_ncc_map(const at::Tensor& a, const at::Tensor& b, int64_t window);
 // With a box window of window[d] voxels along each axis (each at most what fits its axis).
 at::Tensor local_ncc_map(const at::Tensor& a, const at::Tensor& b, NccWindow window);
+// The same with each window's moments taken over the voxels inside `weight` (N×1×D×H×W,
+// 0 to 1: a mask) alone, so that a window reaching past a mask's edge (a CBCT's field of
+// view) compares only what lies inside it.
+at::Tensor local_ncc_map(const at::Tensor& a, const at::Tensor& b, NccWindow window, const at::Tensor& weight);
 
 // MIND-SSC descriptors (Heinrich et al., MICCAI 2013): for each voxel, 12 channels
 // exp(−D/V) of the patch distances D between the pairs of its six-neighbourhood that
@@ -36,8 +40,9 @@ at::Tensor mind_ssc(const at::Tensor& image, int64_t radius = 2, int64_t dilatio
 //   "mse":  mean squared difference (intensities normalised to [0, 1])
 //   "mind": mean squared difference of MIND-SSC descriptors
 // `window` is the NCC window (odd; ignored by the others). With a `weight` (1×1×D×H×W,
-// 0 to 1: a mask), the mean over voxels is weighted by it: cost-function masking, the
-// voxels outside the mask do not count (an empty mask: loss 0).
+// 0 to 1: a mask), the mean over voxels is weighted by it and each NCC window's moments
+// are taken inside it: cost-function masking, the voxels outside the mask do not count
+// (an empty mask: loss 0).
 at::Tensor similarity_loss(const std::string& kind, const at::Tensor& fixed,
                            const at::Tensor& warped, int64_t window = 7, const at::Tensor& weight = {});
 // The same with a box NCC window per axis.

@@ -1,0 +1,58 @@
+// The checks that a registration did not fail, label-free, so that no failure is written
+// silently as a success (Acme's diagnosis, for registration): the `warnings` of
+// `register --json`, a red line in the QC picture and in --pairs' index.html, and with
+// --strict the exit code kCheckFailed.
+//   worse_than_start  the similarity on what both scans show is worse after registration
+//                     than at the headers' alignment (PairResult::loss_before/after), or
+//                     nothing of the two overlaps any more
+//   affine_limits     the affine turns or scales beyond what the preset allows
+//   folding           more than kFoldingLimitPercent of the field's voxels fold
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "autoreg/pipeline/register_pair.h"
+
+namespace autoreg::pipeline {
+
+struct PairWarning {
+  std::string check;         // one of the names above
+  std::string message;       // a sentence for a person
+  nlohmann::json evidence;   // the figures behind it
+};
+
+// What an affine may do under a preset: between subjects (brain) heads tilt and differ
+// in size; the same patient's scans (ct-cbct, --rigid) barely turn.
+struct AffineLimits {
+  double max_rotation_degrees = 45;
+  double min_scale = 0.6, max_scale = 1.6;  // of each singular value of the linear part
+};
+AffineLimits affine_limits(const PairOptions& options);
+
+inline constexpr double kFoldingLimitPercent = 1.0;
+// How much worse than at the start the similarity loss may end before worse_than_start
+// fires (this much of the start's loss, and this much more): a pair aligned to begin
+// with ends within noise of its start (a synthetic CT → CBCT pair aligned to the voxel:
+// 0.074 → 0.091, the optimiser's first steps), which is no failure; a failure moves the
+// loss by far more (a planning CT onto the CBCT's cylinder: the whole image).
+inline constexpr double kWorseTolerance = 0.02;
+
+// The rotation angle (degrees) and the singular values of a 4×4 affine's linear part.
+struct AffineShape {
+  double rotation_degrees = 0;
+  std::array<double, 3> scales{1, 1, 1};
+  bool reflects = false;
+};
+AffineShape affine_shape(const at::Tensor& affine);
+
+std::vector<PairWarning> check_pair(const PairOptions& options, const PairResult& result, double folding_percent);
+
+nlohmann::json warnings_json(const std::vector<PairWarning>& warnings);
+// The warnings in one line for pictures and pages ("" when there are none).
+std::string warnings_line(const std::vector<PairWarning>& warnings);
+
+}  // namespace autoreg::pipeline

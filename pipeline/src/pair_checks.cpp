@@ -1,0 +1,90 @@
+#include "autoreg/pipeline/pair_checks.h"
+
+#include <ATen/ATen.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace autoreg::pipeline {
+
+AffineLimits affine_limits(const PairOptions& o) {
+  if (o.affine.rigid || o.preset == "ct-cbct") return {15, 0.98, 1.02};
+  return {};
+}
+
+AffineShape affine_shape(const at::Tensor& affine) {
+  const at::Tensor a = affine.to(at::kDouble).cpu().slice(0, 0, 3).slice(1, 0, 3);
+  const auto [u, s, vh] = at::linalg_svd(a);
+  AffineShape shape;
+  for (int i = 0; i < 3; ++i) shape.scales[size_t(i)] = s[i].item<double>();
+  at::Tensor r = u.matmul(vh);
+  shape.reflects = at::det(r).item<double>() < 0;
+  const double c = std::clamp((at::trace(r).item<double>() - 1) / 2, -1.0, 1.0);
+  shape.rotation_degrees = std::acos(c) * 180.0 / M_PI;
+  return shape;
+}
+
+namespace {
+
+std::string fixed2(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", v);
+  return buf;
+}
+
+}  // namespace
+
+std::vector<PairWarning> check_pair(const PairOptions& o, const PairResult& r, double folding_percent) {
+  std::vector<PairWarning> w;
+  const std::string& kind = o.deformable.similarity;
+  if (!std::isfinite(r.loss_after)) {
+    w.push_back({"worse_than_start", "after registration the moving image no longer overlaps the fixed one's field of view",
+                 {{"similarity", kind}, {"loss_before", std::isfinite(r.loss_before) ? nlohmann::json(r.loss_before) : nlohmann::json()}}});
+  } else if (std::isfinite(r.loss_before) && r.loss_after > r.loss_before * (1 + kWorseTolerance) + kWorseTolerance) {
+    w.push_back({"worse_than_start",
+                 "the images match worse after registration than at the headers' alignment (" + kind + " loss " +
+                     fixed2(r.loss_before) + " before, " + fixed2(r.loss_after) + " after, on what both scans show)",
+                 {{"similarity", kind}, {"loss_before", r.loss_before}, {"loss_after", r.loss_after}}});
+  }
+  if (o.stages != Stages::DeformableOnly && r.affine.defined()) {
+    const AffineLimits limits = affine_limits(o);
+    const AffineShape shape = affine_shape(r.affine);
+    const auto [lo, hi] = std::minmax_element(shape.scales.begin(), shape.scales.end());
+    if (shape.reflects || shape.rotation_degrees > limits.max_rotation_degrees || *lo < limits.min_scale ||
+        *hi > limits.max_scale) {
+      char text[256];
+      std::snprintf(text, sizeof text,
+                    "the affine turns by %.1f degrees and scales by %.2f to %.2f%s, beyond what the %s pre-alignment "
+                    "allows (%.0f degrees, %.2f to %.2f)",
+                    shape.rotation_degrees, *lo, *hi, shape.reflects ? " with a reflection" : "",
+                    o.affine.rigid ? "rigid" : o.preset.c_str(), limits.max_rotation_degrees, limits.min_scale,
+                    limits.max_scale);
+      w.push_back({"affine_limits", text,
+                   {{"rotation_degrees", shape.rotation_degrees}, {"scales", shape.scales}, {"reflects", shape.reflects},
+                    {"max_rotation_degrees", limits.max_rotation_degrees},
+                    {"scale_range", {limits.min_scale, limits.max_scale}}}});
+    }
+  }
+  if (folding_percent > kFoldingLimitPercent) {
+    char text[160];
+    std::snprintf(text, sizeof text, "%.2f %% of the field's voxels fold (more than %.0f %%)", folding_percent,
+                  kFoldingLimitPercent);
+    w.push_back({"folding", text, {{"non_positive_jacobian_percent", folding_percent}, {"limit_percent", kFoldingLimitPercent}}});
+  }
+  return w;
+}
+
+nlohmann::json warnings_json(const std::vector<PairWarning>& warnings) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const PairWarning& w : warnings) j.push_back({{"check", w.check}, {"message", w.message}, {"evidence", w.evidence}});
+  return j;
+}
+
+std::string warnings_line(const std::vector<PairWarning>& warnings) {
+  std::string line;
+  for (const PairWarning& w : warnings) line += (line.empty() ? "WARNING: " : "; ") + w.message;
+  return line;
+}
+
+}  // namespace autoreg::pipeline

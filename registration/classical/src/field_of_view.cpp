@@ -1,0 +1,81 @@
+#include "autoreg/registration/field_of_view.h"
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace autoreg::registration {
+namespace {
+
+// Whether `value` is an isolated spike of `data`'s histogram: fewer than 5 % as many
+// voxels within 1 % of the range above it as on it.
+bool isolated_spike(const at::Tensor& data, double value, double max) {
+  const double width = 0.01 * (max - value);
+  const double on = data.eq(value).sum().item<double>();
+  const double near = (data.gt(value) & data.le(value + width)).sum().item<double>();
+  return on > 0 && near < 0.05 * on;
+}
+
+// 1 for the voxels connected to the grid's faces through voxels where `padding` is 1
+// (breadth-first from every face voxel), as uint8 D×H×W.
+std::vector<uint8_t> border_connected(const uint8_t* padding, int64_t D, int64_t H, int64_t W) {
+  std::vector<uint8_t> outside(size_t(D * H * W), 0);
+  std::vector<int64_t> queue;
+  const auto push = [&](int64_t i) {
+    if (padding[i] && !outside[size_t(i)]) {
+      outside[size_t(i)] = 1;
+      queue.push_back(i);
+    }
+  };
+  for (int64_t k = 0; k < D; ++k)
+    for (int64_t j = 0; j < H; ++j)
+      for (int64_t i = 0; i < W; ++i) {
+        if (k == 0 || k == D - 1 || j == 0 || j == H - 1 || i == 0 || i == W - 1) push((k * H + j) * W + i);
+      }
+  for (size_t q = 0; q < queue.size(); ++q) {
+    const int64_t v = queue[q];
+    const int64_t i = v % W, j = (v / W) % H, k = v / (W * H);
+    if (i > 0) push(v - 1);
+    if (i + 1 < W) push(v + 1);
+    if (j > 0) push(v - W);
+    if (j + 1 < H) push(v + W);
+    if (k > 0) push(v - W * H);
+    if (k + 1 < D) push(v + W * H);
+  }
+  return outside;
+}
+
+}  // namespace
+
+FieldOfView field_of_view(const at::Tensor& data, std::optional<double> padding) {
+  TORCH_CHECK(data.dim() == 5 && data.size(0) == 1 && data.size(1) == 1, "field_of_view: the image must be 1×1×D×H×W, got ",
+              data.sizes());
+  const at::Tensor x = data.to(at::kCPU, at::kFloat).contiguous();
+  FieldOfView fov;
+  if (x.numel() == 0) return fov;
+  double value = 0;
+  if (padding) {
+    value = *padding;
+  } else {
+    const double lo = x.min().item<double>(), hi = x.max().item<double>();
+    if (lo > -500 || !isolated_spike(x, lo, hi)) return fov;
+    value = lo;
+  }
+  const int64_t D = x.size(2), H = x.size(3), W = x.size(4);
+  const at::Tensor is_padding = x.eq(float(value)).to(at::kByte).contiguous();
+  const std::vector<uint8_t> outside = border_connected(is_padding.data_ptr<uint8_t>(), D, H, W);
+  int64_t count = 0;
+  for (uint8_t o : outside) count += o;
+  const double fraction = double(count) / double(x.numel());
+  if (count == x.numel() || fraction < 0.01) return fov;
+  at::Tensor inside = at::empty({1, 1, D, H, W}, at::kFloat);
+  float* out = inside.data_ptr<float>();
+  for (size_t v = 0; v < outside.size(); ++v) out[v] = outside[v] ? 0.0f : 1.0f;
+  fov.inside = inside;
+  fov.padding = value;
+  fov.outside_fraction = fraction;
+  return fov;
+}
+
+}  // namespace autoreg::registration
