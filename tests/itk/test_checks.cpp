@@ -27,6 +27,15 @@ at::Tensor turned(double degrees, double scale = 1) {
   return m;
 }
 
+// A result that improved on its start, with no pre-alignment to speak of.
+PairResult improved() {
+  PairResult r;
+  r.affine = at::eye(4, at::kDouble);
+  r.loss_before = 1;
+  r.loss_after = 0.5;
+  return r;
+}
+
 bool has(const std::vector<pipeline::PairWarning>& w, const std::string& check) {
   for (const auto& x : w) {
     if (x.check == check) return true;
@@ -56,9 +65,7 @@ TEST(PairChecks, AResultWorseThanItsStartIsReportedAndABetterOneIsNot) {
 
 TEST(PairChecks, AnAffineBeyondThePresetsLimitsIsReported) {
   PairOptions o;
-  PairResult r;
-  r.loss_before = 1;
-  r.loss_after = 0.5;
+  PairResult r = improved();
   r.affine = turned(20, 1.1);  // between subjects: fine
   EXPECT_TRUE(check_pair(o, r, 0.0).empty());
   r.affine = turned(30, 1.8);  // scaled far beyond a head's size
@@ -78,11 +85,8 @@ TEST(PairChecks, AnAffineBeyondThePresetsLimitsIsReported) {
 }
 
 TEST(PairChecks, AFieldThatFoldsIsReported) {
-  PairOptions o;
-  PairResult r;
-  r.affine = at::eye(4, at::kDouble);
-  r.loss_before = 1;
-  r.loss_after = 0.5;
+  const PairOptions o;
+  const PairResult r = improved();
   EXPECT_TRUE(check_pair(o, r, 0.5).empty());
   EXPECT_TRUE(has(check_pair(o, r, 2.5), "folding"));
 }
