@@ -65,7 +65,7 @@ int run_register(int argc, char** argv) {
   TCLAP::ValueArg<std::string> moving_orientation("", "moving-orientation", "override a wrong header: where the moving image's (and labels') voxel axes point, e.g. LIA", false, "", "CODE", cmd);
   TCLAP::SwitchArg force("", "force", "resample a label map or mask that is not on its image's grid (nearest neighbour)", cmd, false);
   TCLAP::SwitchArg json("", "json", "print a JSON summary", cmd, false);
-  TCLAP::SwitchArg strict("", "strict", "exit with code 6 when a failure check warns (the result worse than the start on what both scans show, an affine beyond the preset's limits, folding over 1 %); the outputs are written either way", cmd, false);
+  TCLAP::SwitchArg strict("", "strict", "exit with code 6 when a failure check warns (the result worse than the start on what both scans show, an affine beyond the preset's limits, folding over 1 %); the outputs are written either way; with --pairs, when it warns on any pair that did not fail (failures give 5 first)", cmd, false);
   cmd.setExceptionHandling(false);
   cmd.parse(argc, argv);
 
@@ -89,7 +89,7 @@ int run_register(int argc, char** argv) {
   if (batch) {
     for (const auto* a : std::initializer_list<const TCLAP::Arg*>{&fixed, &moving, &out_warped, &out_field, &moving_labels,
                                                                    &out_labels, &out_affine, &fixed_labels, &out_inverse_field, &qc,
-                                                                   &fixed_points, &moving_points, &fixed_mask, &moving_mask, &strict}) {
+                                                                   &fixed_points, &moving_points, &fixed_mask, &moving_mask}) {
       if (a->isSet()) throw UsageError("--pairs lists the pairs; --" + a->getName() + " is for one pair");
     }
     if (!out_dir.isSet()) throw UsageError("--pairs needs --out-dir");
@@ -127,7 +127,14 @@ int run_register(int argc, char** argv) {
   if (batch) {
     const pipeline::PairsOutcome r = pipeline::run_pairs(p, {pairs.getValue(), out_dir.getValue(), resume.getValue(), inverse.getValue(), shard.getValue(),
                          merge.getValue(), allow_missing.getValue()});
-    if (r.ok()) return kOk;
+    if (r.ok()) {
+      if (strict.getValue() && r.warned > 0) {
+        std::fprintf(stderr, "autoreg register: a failure check warned on %d of %zu pairs (the warnings column of %s)\n",
+                     r.warned, r.pairs, r.summary_csv.c_str());
+        return kCheckFailed;
+      }
+      return kOk;
+    }
     const std::string and_missing = r.missing ? ", " + std::to_string(r.missing) + " missing" : "";
     std::fprintf(stderr, "autoreg register: %d of %zu pairs failed%s (listed in %s)\n", r.failed, r.pairs,
                  and_missing.c_str(), r.summary_csv.c_str());

@@ -168,9 +168,17 @@ void write_summary(const std::string& out_dir, const std::string& stem, const nl
   if (index) write_index((fs::path(out_dir) / "index.html").string(), summary["pairs"], pairs_csv);
 }
 
-PairsOutcome outcome(int failed, int missing, size_t n, const std::string& csv) {
+// The pairs among `rows` whose registration a failure check warned about.
+int warned_pairs(const nlohmann::json& rows) {
+  int warned = 0;
+  for (const auto& r : rows) warned += r.contains("warnings") && r["warnings"].is_array() && !r["warnings"].empty();
+  return warned;
+}
+
+PairsOutcome outcome(int failed, int missing, size_t n, const std::string& csv, int warned) {
   PairsOutcome o;
   o.pairs = n;
+  o.warned = warned;
   o.failed = failed;
   o.missing = missing;
   o.summary_csv = csv;
@@ -199,7 +207,7 @@ PairsOutcome merge(const BatchOptions& b) {
   std::printf("merged %zu shard summaries: %d of %zu pairs registered (%d done before), %d failed, %d missing; "
               "summary in %s\n", summary["shards"].size(), count["done"] + count["done before (--resume)"], pairs.size(),
               count["done before (--resume)"], count["failed"], count["missing"], csv.c_str());
-  return outcome(count["failed"], count["missing"], pairs.size(), csv);
+  return outcome(count["failed"], count["missing"], pairs.size(), csv, warned_pairs(summary["pairs"]));
 }
 
 }  // namespace
@@ -275,6 +283,10 @@ PairsOutcome run_pairs(RegisterJob base, const BatchOptions& b) {
         const std::string dice = row["dice"].is_null() ? "" : ", Dice " + std::to_string(row["dice"].get<double>()).substr(0, 6);
         std::fprintf(stderr, "%s: %.1f s%s, %.3f %% of voxels fold\n", label.c_str(), row["seconds"].get<double>(),
                      dice.c_str(), row["non_positive_jacobian_percent"].get<double>());
+        for (const auto& w : row["warnings"]) {
+          std::fprintf(stderr, "%s: warning: %s: %s\n", label.c_str(), w["check"].get<std::string>().c_str(),
+                       w["message"].get<std::string>().c_str());
+        }
       } catch (const std::exception& e) {
         // The read of the next pair is started even when this one failed to read.
         if (ahead_index == i) {
@@ -304,7 +316,7 @@ PairsOutcome run_pairs(RegisterJob base, const BatchOptions& b) {
   std::printf("%d of %zu pairs registered in %.1f s (%d done before), %d failed; summary in %s\n", done, n,
               base::seconds_since(start), skipped, failed, csv.c_str());
   if (shard) std::printf("with every shard done, --merge writes the run's summary.csv, summary.json and index.html\n");
-  return outcome(failed, 0, n, csv);
+  return outcome(failed, 0, n, csv, warned_pairs(rows));
 }
 
 }  // namespace autoreg::pipeline

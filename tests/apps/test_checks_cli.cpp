@@ -81,8 +81,25 @@ TEST_F(ChecksCli, ARegistrationThatFailsByConstructionWarnsAndStrictExitsSix) {
   r = registered(broken + " --strict --qc " + path("qc.png"));
   EXPECT_EQ(r.code, 6) << r.output;
   EXPECT_TRUE(fs::exists(path("w.nii.gz")) && fs::exists(path("qc.png"))) << "the outputs are written either way";
-  const Result pairs = run("register --pairs x.csv --out-dir " + path("o") + " --strict");
-  EXPECT_EQ(pairs.code, 1) << pairs.output;
+  // Many pairs: the warned pair listed in summary.csv and index.html, and --strict's code.
+  {
+    std::ofstream csv(path("pairs.csv"));
+    csv << "fixed,moving\ncbct.nii.gz,ct.nii.gz\n";
+  }
+  const std::string batch = "register --pairs " + path("pairs.csv") + " " + broken + " --out-dir ";
+  Result pairs = run(batch + path("o"));
+  EXPECT_EQ(pairs.code, 0) << pairs.output;
+  EXPECT_NE(pairs.output.find("warning: "), std::string::npos) << pairs.output;
+  std::ifstream summary(path("o/summary.csv")), page(path("o/index.html"));
+  std::stringstream summary_text, page_text;
+  summary_text << summary.rdbuf();
+  page_text << page.rdbuf();
+  EXPECT_NE(summary_text.str().find(",warnings,"), std::string::npos) << summary_text.str();
+  EXPECT_TRUE(summary_text.str().find("worse_than_start") != std::string::npos ||
+              summary_text.str().find("folding") != std::string::npos) << summary_text.str();
+  EXPECT_NE(page_text.str().find("class=\"warning\""), std::string::npos);
+  pairs = run(batch + path("o2") + " --strict");
+  EXPECT_EQ(pairs.code, 6) << pairs.output;
 }
 
 }  // namespace

@@ -32,6 +32,7 @@ struct PairsOutcome {
   size_t pairs = 0;         // in the run (a shard's: in the shard)
   int failed = 0;           // failed and skipped
   int missing = 0;          // with merge and allow_missing: in no shard's summary
+  int warned = 0;           // registered, but a failure check warned (pair_checks.h)
   std::string summary_csv;  // the summary that lists them
   bool ok() const { return failed + missing == 0; }
 };
