@@ -24,20 +24,11 @@ import numpy as np
 import SimpleITK as sitk
 import torch
 
+from synthetic_motion import sample
+
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("AUTOREG_TEST_DATA", ROOT.parent / "shared" / "data")) / "ct_cbct"
 AUTOREG = Path(os.environ.get("AUTOREG_BIN", ROOT / "build" / "bin" / "autoreg"))
-
-
-def sample(volume, u, mode):
-    """volume(x + u(x)) for u (3×D×H×W voxels, channel c along axis c); border values."""
-    d, h, w = volume.shape
-    grid = torch.stack(torch.meshgrid(torch.arange(d), torch.arange(h), torch.arange(w), indexing="ij")).float() + u
-    norm = [2 * grid[a] / max(1, n - 1) - 1 for a, n in enumerate((d, h, w))]
-    g = torch.stack([norm[2], norm[1], norm[0]], -1)[None]
-    out = torch.nn.functional.grid_sample(torch.from_numpy(volume[None, None].astype(np.float32)), g, mode=mode,
-                                          align_corners=True, padding_mode="border")
-    return out[0, 0].numpy()
 
 
 def smooth_field(shape, spacing, max_mm, seed):

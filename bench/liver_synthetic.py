@@ -23,7 +23,8 @@ from pathlib import Path
 
 import numpy as np
 import SimpleITK as sitk
-import torch
+
+from synthetic_motion import sample
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(os.environ.get("AUTOREG_TEST_DATA", ROOT.parent / "shared" / "data")) / "liver"
@@ -39,17 +40,6 @@ def sliding_field(shape, spacing, amplitude_mm):
     u = np.zeros((3, d, h, w), np.float32)
     u[1] = (amplitude_mm / spacing[1]) * weight[None, None, :]
     return u, weight
-
-
-def warped(image, u):
-    """image(x + u(x)), trilinear, border values outside (torch's grid_sample)."""
-    d, h, w = image.shape
-    grid = np.stack(np.meshgrid(np.arange(d), np.arange(h), np.arange(w), indexing="ij")).astype(np.float32) + u
-    norm = [2 * grid[a] / max(1, n - 1) - 1 for a, n in enumerate((d, h, w))]
-    g = torch.from_numpy(np.stack([norm[2], norm[1], norm[0]], -1)[None])
-    out = torch.nn.functional.grid_sample(torch.from_numpy(image[None, None].astype(np.float32)), g,
-                                          align_corners=True, padding_mode="border")
-    return out[0, 0].numpy()
 
 
 def main():
@@ -73,7 +63,7 @@ def main():
         spacing = master.GetSpacing()[::-1]    # along D, H, W
         for amplitude in AMPLITUDES_MM:
             u, weight = sliding_field(image.shape, spacing, amplitude)
-            fixed = sitk.GetImageFromArray(warped(image, u))
+            fixed = sitk.GetImageFromArray(sample(image, u))
             fixed.CopyInformation(master)
             fixed_file = a.out / f"{subject}_{amplitude}mm_fixed.mha"
             field_file = a.out / f"{subject}_{amplitude}mm_field.mha"

@@ -40,7 +40,7 @@ std::vector<PairWarning> check_pair(const PairOptions& o, const PairResult& r, d
   const std::string& kind = o.deformable.similarity;
   if (!std::isfinite(r.loss_after)) {
     w.push_back({"worse_than_start", "after registration the moving image no longer overlaps the fixed one's field of view",
-                 {{"similarity", kind}, {"loss_before", std::isfinite(r.loss_before) ? nlohmann::json(r.loss_before) : nlohmann::json()}}});
+                 {{"similarity", kind}, {"loss_before", finite_or_null(r.loss_before)}}});
   } else if (std::isfinite(r.loss_before) && r.loss_after > r.loss_before * (1 + kWorseTolerance) + kWorseTolerance) {
     w.push_back({"worse_than_start",
                  "the images match worse after registration than at the headers' alignment (" + kind + " loss " +

@@ -149,7 +149,15 @@ nlohmann::json inverse_summary(const PairInputs& in, const PairResult& r, const 
   return j;
 }
 
-nlohmann::json padding_summary(const PairOptions& o, const PairResult& r);
+// What --padding found in each image: the value and the percentage of its grid outside
+// the field of view (null: nothing outside).
+nlohmann::json padding_summary(const PairOptions& o, const PairResult& r) {
+  const auto found = [](const PairResult::FieldOfView& f) {
+    if (!f.padding) return nlohmann::json();
+    return nlohmann::json{{"value", *f.padding}, {"outside_percent", 100.0 * f.outside_fraction}};
+  };
+  return {{"rule", padding_text(o.padding)}, {"fixed", found(r.fixed_fov)}, {"moving", found(r.moving_fov)}};
+}
 
 // What the registration was set to do, for the summary: the preset, the stages, the
 // similarity and smoothness, and how the intensities were normalised.
@@ -172,16 +180,6 @@ nlohmann::json settings_summary(const PairOptions& o, const PairResult& r) {
           {"padding", padding_summary(o, r)}};
 }
 
-// What --padding found in each image: the value and the percentage of its grid outside
-// the field of view (null: nothing outside).
-nlohmann::json padding_summary(const PairOptions& o, const PairResult& r) {
-  const auto found = [](const PairResult::FieldOfView& f) {
-    if (!f.padding) return nlohmann::json();
-    return nlohmann::json{{"value", *f.padding}, {"outside_percent", 100.0 * f.outside_fraction}};
-  };
-  return {{"rule", padding_text(o.padding)}, {"fixed", found(r.fixed_fov)}, {"moving", found(r.moving_fov)}};
-}
-
 // The affine stage's own check: its loss and the headers' on the same points, and which
 // it kept (null without the stage).
 nlohmann::json affine_check_summary(const PairResult& r) {
@@ -190,10 +188,8 @@ nlohmann::json affine_check_summary(const PairResult& r) {
   return {{"loss_fitted", a.fitted_loss},
           {"loss_headers", a.headers_loss},
           {"local_loss_headers", r.loss_before},
-          {"kept", a.kept_headers ? "headers" : "fitted"}};
+          {"kept", r.affine_dropped ? "headers" : "fitted"}};
 }
-
-nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
 
 }  // namespace
 

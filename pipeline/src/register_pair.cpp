@@ -88,11 +88,11 @@ std::array<double, 2> normalisation_percentiles(const PairOptions& o) {
 
 namespace {
 
-// The mask of what `v` shows (its field of view: registration/field_of_view.h) times the
-// given `mask`, as PairMasks holds it; *found says what was found.
+// The mask of what `v` shows (its field of view, found by `padding`'s rule, automatic or
+// a value: registration/field_of_view.h) times the given `mask`, as PairMasks holds it;
+// *found says what was found.
 at::Tensor within_field_of_view(const io::Volume& v, const at::Tensor& mask, const Padding& padding,
                                 PairResult::FieldOfView* found) {
-  if (padding.rule == Padding::Rule::None) return mask;
   const registration::FieldOfView fov = registration::field_of_view(
       v.data, padding.rule == Padding::Rule::Value ? std::optional<double>(padding.value) : std::nullopt);
   *found = {fov.padding, fov.outside_fraction};
@@ -109,17 +109,15 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
   const auto lap = [times](const char* stage) {
     if (times) times->lap(stage);
   };
-  // Only what both scans show is compared: the given masks times the fields of view.
-  const PairMasks masks{within_field_of_view(fixed, given_masks.fixed, o.padding, &r.fixed_fov),
-                        within_field_of_view(moving, given_masks.moving, o.padding, &r.moving_fov)};
-  // The checks compare what both scans show even when the similarity compares everything
-  // (--padding none): the fields of view found automatically.
-  r.masks = masks;
-  if (o.padding.rule == Padding::Rule::None) {
-    PairResult::FieldOfView found;
-    r.masks = {within_field_of_view(fixed, given_masks.fixed, Padding{}, &found),
-               within_field_of_view(moving, given_masks.moving, Padding{}, &found)};
-  }
+  // Only what both scans show is compared: the given masks times the fields of view. The
+  // checks compare what both show even when the similarity compares everything (--padding
+  // none: the fields of view found automatically, not reported as used).
+  const bool padding_compared = o.padding.rule != Padding::Rule::None;
+  const Padding rule = padding_compared ? o.padding : Padding{};
+  PairResult::FieldOfView unused;
+  r.masks = {within_field_of_view(fixed, given_masks.fixed, rule, padding_compared ? &r.fixed_fov : &unused),
+             within_field_of_view(moving, given_masks.moving, rule, padding_compared ? &r.moving_fov : &unused)};
+  const PairMasks& masks = padding_compared ? r.masks : given_masks;
   const std::array<double, 2> percentiles = normalisation_percentiles(o);
   // Percentiles of what the given masks cover, when given (not of the fields of view:
   // a CBCT's padding at −1000 is what says it is a CT, and its window is HU's).
@@ -128,6 +126,10 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
   const io::Volume m{normalise_intensities(moving.data, given_masks.moving, o, percentiles, &r.moving_intensity),
                      moving.geometry};
   fixed.data = moving.data = at::Tensor();  // the caller's copies (if any) stay
+  // The match at the headers' alignment (in the "normalise" stage): what the
+  // pre-alignment and the result must beat.
+  const std::string& kind = o.deformable.similarity;
+  r.loss_before = detail::mapped_similarity_loss(kind, f, fixed.geometry, m, at::Tensor(), at::Tensor(), r.masks);
   lap("normalise");
   r.affine = at::eye(4, at::kDouble);
   at::Tensor deformation;  // 1×3×D×H×W, voxels of the fixed grid: the deformable part
@@ -141,11 +143,9 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
                    .cpu();
     // The affine must improve the local similarity on what both scans show by at least
     // kAffineGain of the headers' loss, or it is dropped (the headers' alignment kept).
-    r.loss_before = detail::mapped_similarity_loss(o.deformable.similarity, f, fixed.geometry, m, at::Tensor(),
-                                                   at::Tensor(), r.masks);
-    report.kept_headers = !(detail::mapped_similarity_loss(o.deformable.similarity, f, fixed.geometry, m, r.affine,
-                                                           at::Tensor(), r.masks) < (1 - kAffineGain) * r.loss_before);
-    if (report.kept_headers) r.affine = at::eye(4, at::kDouble);
+    r.affine_dropped = !(detail::mapped_similarity_loss(kind, f, fixed.geometry, m, r.affine, at::Tensor(), r.masks) <
+                         (1 - kAffineGain) * r.loss_before);
+    if (r.affine_dropped) r.affine = at::eye(4, at::kDouble);
     r.affine_report = report;
     lap("affine");
   }
@@ -227,8 +227,6 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
   // In place: the deformable part becomes the whole map.
   r.displacement = io::compose_affine_(fixed.geometry, r.affine, deformation);
   lap("compose");
-  const std::string& kind = o.deformable.similarity;
-  if (!r.affine_report) r.loss_before = detail::mapped_similarity_loss(kind, f, fixed.geometry, m, at::Tensor(), at::Tensor(), r.masks);
   r.loss_after = detail::mapped_similarity_loss(kind, f, fixed.geometry, m, at::Tensor(), r.displacement, r.masks);
   lap("check");
   return r;

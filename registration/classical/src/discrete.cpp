@@ -10,17 +10,13 @@
 #include <vector>
 
 #include "autoreg/registration/similarity.h"
+#include "pooling.h"
 
 namespace autoreg::registration {
 namespace {
 
-using Factors = std::array<int64_t, 3>;  // along D, H, W
-
-at::Tensor pooled(const at::Tensor& t, const Factors& f) {
-  if (f[0] * f[1] * f[2] == 1) return t;
-  return at::avg_pool3d(t, {f[0], f[1], f[2]}, {f[0], f[1], f[2]}, {0, 0, 0}, /*ceil_mode=*/true,
-                        /*count_include_pad=*/false);
-}
+using detail::downsample;
+using detail::Factors;
 
 // Mean over the 3×3×3 neighbourhood (clipped at the borders), `times` times: the cost
 // maps' aggregation and the coupling's smoothing (about a Gaussian of σ √(2·times/3)).
@@ -54,8 +50,8 @@ at::Tensor discrete_displacement(const at::Tensor& fixed, const at::Tensor& movi
     step[a] = half[a] * rest[a];
     radius[a] = std::clamp<int64_t>(std::llround(o.radius_mm / (s * double(step[a]))), 0, kMaxDiscreteRadius);
   }
-  const at::Tensor fd = pooled(mind_ssc(pooled(f, half), 1, 2), rest).contiguous();
-  const at::Tensor md = pooled(mind_ssc(pooled(m, half), 1, 2), rest).contiguous();
+  const at::Tensor fd = downsample(mind_ssc(downsample(f, half), 1, 2), rest).contiguous();
+  const at::Tensor md = downsample(mind_ssc(downsample(m, half), 1, 2), rest).contiguous();
   const int64_t C = fd.size(1), D = fd.size(2), H = fd.size(3), W = fd.size(4), n = D * H * W;
   const at::Tensor padded =
       at::replication_pad3d(md, {radius[2], radius[2], radius[1], radius[1], radius[0], radius[0]}).contiguous();
@@ -102,7 +98,7 @@ at::Tensor discrete_displacement(const at::Tensor& fixed, const at::Tensor& movi
     });
   }
   cost = smoothed(cost, 1);
-  if (fixed_mask.defined()) cost = cost * pooled(fixed_mask.to(at::kCPU, at::kFloat), step).gt(0.5).to(at::kFloat);
+  if (fixed_mask.defined()) cost = cost * downsample(fixed_mask.to(at::kCPU, at::kFloat), step).gt(0.5).to(at::kFloat);
   // Voxel-major for the coupling: each voxel's candidates side by side in memory.
   cost = cost.view({K, n}).t().contiguous();
   // The coupled optimisation: u = argmin_d cost(d) + θ·|d − v|², v = u smoothed.

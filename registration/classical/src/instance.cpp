@@ -10,21 +10,14 @@
 
 #include "autoreg/ops.h"
 #include "autoreg/registration/regularization.h"
+#include "pooling.h"
 #include "autoreg/registration/similarity.h"
 
 namespace autoreg::registration {
 namespace {
 
-using Factors = std::array<int64_t, 3>;  // along D, H, W
-
-// Average pooling by `factor` per axis (a no-op for 1), at most the axis's length (a
-// small volume at a coarse level keeps one voxel): the image pyramid.
-at::Tensor downsample(const at::Tensor& image, Factors f) {
-  for (int d = 0; d < 3; ++d) f[d] = std::min(f[d], image.size(2 + d));
-  if (f[0] == 1 && f[1] == 1 && f[2] == 1) return image;
-  return at::avg_pool3d(image, {f[0], f[1], f[2]}, {f[0], f[1], f[2]}, {0, 0, 0},
-                        /*ceil_mode=*/true, /*count_include_pad=*/false);
-}
+using detail::downsample;
+using detail::Factors;
 
 // The finest axis (the first of equals): its voxels set Adam's step.
 int finest_axis(const std::array<double, 3>& spacing) {

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <array>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,8 @@ AffineShape affine_shape(const at::Tensor& affine);
 std::vector<PairWarning> check_pair(const PairOptions& options, const PairResult& result, double folding_percent);
 
 nlohmann::json warnings_json(const std::vector<PairWarning>& warnings);
+// A loss as the evidence and summaries give it: null when it is not finite (no overlap).
+inline nlohmann::json finite_or_null(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(); }
 // The warnings in one line for pictures and pages ("" when there are none).
 std::string warnings_line(const std::vector<PairWarning>& warnings);
 

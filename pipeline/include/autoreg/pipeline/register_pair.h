@@ -114,8 +114,10 @@ struct PairResult {
   // The masks the similarity used, on each image's grid (the given masks times the
   // fields of view; undefined: every voxel): what the failure checks compare.
   PairMasks masks;
-  // The affine stage's own check (registration/affine.h); unset without the stage.
+  // The affine stage's own losses (registration/affine.h), and whether its fit was
+  // dropped for the headers' alignment (kAffineGain); unset without the stage.
   std::optional<registration::AffineReport> affine_report;
+  bool affine_dropped = false;
   // The registration's similarity loss (lower is better) between the fixed image and the
   // moving one on what both show, at the headers' alignment and through the result
   // (pipeline/src/similarity_check.h): a result worse than its start is a failure.

@@ -46,10 +46,9 @@ struct AffineOptions {
 // by the measure it optimised even where the content does not support it (a planning CT
 // turned 23° onto a CBCT that the clinic had aligned), so pipeline::register_pair judges
 // it by another (the deformable stage's local similarity) and drops it when it does not
-// help: `kept_headers`.
+// help.
 struct AffineReport {
   double fitted_loss = 0, headers_loss = 0;
-  bool kept_headers = false;  // set by the caller that dropped the fit
 };
 
 // 4×4 float64 matrix A (world → world) such that moving(A·x) ≈ fixed(x) for world points
