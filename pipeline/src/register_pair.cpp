@@ -51,9 +51,6 @@ PairOptions pair_options(const RegistrationSettings& s) {
 }
 
 void check_invertible(const PairOptions& o) {
-  if (o.discrete_mm > 0 && !o.model) {
-    throw SettingsError("--discrete's field has no inverse yet: leave out the inverse field, or --discrete");
-  }
   if (o.model && !o.model->info.network.diffeomorphic) {
     throw io::IoError(o.model_file + ": this model's network is not diffeomorphic (its fields are not velocities), so it has "
                       "no inverse of its own; register without the inverse field, or with a diffeomorphic model");
@@ -171,6 +168,7 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
                                             : foreground_box(f, moved, 8);
     if (masks.fixed.defined()) options.fixed_mask = crop(masks.fixed.to(device), box);
     if (moving_mask.defined()) options.moving_mask = crop(moving_mask.to(device), box);
+    if (options.initial_velocity.defined()) options.initial_velocity = crop(options.initial_velocity.to(device), box);
     at::Tensor velocity;
     {
       c10::AutoGradMode grad(true);
@@ -206,18 +204,18 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
     }
   } else {
     // The moving image after the affine, on the fixed grid, is what the field is fitted to.
-    at::Tensor moved = io::sample_mapped(m, fixed.geometry, r.affine, at::Tensor());
+    const at::Tensor moved = io::sample_mapped(m, fixed.geometry, r.affine, at::Tensor());
     lap("resample");
-    at::Tensor start;  // the discrete search's displacement (fixed voxels), which the fit continues
+    registration::InstanceOptions deformable = o.deformable;
     if (o.discrete_mm > 0) {
+      // The discrete search's displacement (fixed voxels) is where the velocity starts.
       registration::DiscreteOptions d;
       d.radius_mm = o.discrete_mm;
       d.spacing = {fixed.geometry.spacing[2], fixed.geometry.spacing[1], fixed.geometry.spacing[0]};
-      start = registration::discrete_displacement(f, moved.to(device), d, masks.fixed).cpu();
-      moved = io::sample_mapped(m, fixed.geometry, r.affine, start);
+      deformable.initial_velocity = registration::discrete_displacement(f, moved.to(device), d, masks.fixed);
       lap("discrete");
     }
-    deformation = fit_on_foreground(moved, o.deformable, start, want_undo, moved_mask(start));
+    deformation = fit_on_foreground(moved, deformable, at::Tensor(), want_undo, moved_mask(at::Tensor()));
     lap("deformable");
   }
   if (o.inverse) {

@@ -1,5 +1,6 @@
 // The discrete search (registration/discrete.h) finds a 20 mm motion that slides against
-// a still half of the volume, where instance optimisation from zero does not.
+// a still half of the volume, where instance optimisation from zero does not, and
+// instance optimisation started from its field keeps it.
 #include <gtest/gtest.h>
 
 #include <ATen/ATen.h>
@@ -40,11 +41,20 @@ TEST(DiscreteSearch, FindsA20MillimetreSlideThatInstanceOptimisationMisses) {
   reg::InstanceOptions io;
   io.spacing = {2, 2, 2};
   const at::Tensor continuous = reg::fit_displacement(fixed, moving, io);
-  const double before = error(at::zeros_like(truth)), discrete = error(found), gradient = error(continuous);
+  // Instance optimisation started from the search's field (its initial velocity).
+  io.initial_velocity = found;
+  const at::Tensor both = reg::fit_displacement(fixed, moving, io);
+  const double before = error(at::zeros_like(truth)), discrete = error(found), gradient = error(continuous),
+               continued = error(both);
   std::cout << "mean endpoint error (voxels): before " << before << ", discrete search " << discrete
-            << ", instance optimisation alone " << gradient << std::endl;
+            << ", instance optimisation alone " << gradient << ", from the search's field " << continued << std::endl;
   EXPECT_LT(discrete, 0.25 * before);
   EXPECT_LT(discrete, 0.5 * gradient);
+  EXPECT_LT(continued, 0.5 * gradient);
+  // A cost volume larger than the memory allowed (7.6 MiB here) is searched slab by slab,
+  // one grid slice at a time with 1 MiB, to the same field.
+  o.max_cost_mib = 1;
+  EXPECT_TRUE(at::equal(reg::discrete_displacement(fixed, moving, o), found));
 }
 
 }  // namespace

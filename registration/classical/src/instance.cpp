@@ -116,6 +116,9 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
   }
   TORCH_CHECK(!o.iterations.empty() && o.iterations.size() <= 6, "fit_displacement: 1 to 6 levels, got ",
               o.iterations.size());
+  const at::Tensor& start = o.initial_velocity;
+  TORCH_CHECK(!start.defined() || (start.dim() == 5 && start.size(0) == 1 && start.size(1) == 3),
+              "fit_displacement: the initial velocity must be 1×3×d×h×w, got ", start.sizes());
   at::manual_seed(o.seed);
   const at::Tensor f = fixed.to(at::kFloat), m = moving.to(at::kFloat);
   const size_t levels = o.iterations.size();
@@ -128,7 +131,8 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
   // `learning_rate` half-resolution voxels, the same physical length on both levels.
   at::Tensor velocity;
   for (size_t level = 0; level < levels; ++level) {
-    // Leading levels without steps (a refinement) are skipped: the first with steps starts from zero.
+    // Leading levels without steps (a refinement) are skipped: the first with steps starts
+    // from the initial velocity, or zero.
     if (!velocity.defined() && o.iterations[level] == 0 && level + 1 < levels) continue;
     // What the level compares, and on which grid its velocity lives:
     // - with full_resolution, the finest level compares the images themselves, through
@@ -159,8 +163,9 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
     const at::Tensor moving_mask = o.moving_mask.defined() ? at_level(o.moving_mask.to(f.options())) : at::Tensor();
     {
       c10::AutoGradMode no_grad(false);
-      velocity = velocity.defined() ? resize_field(velocity, grid)
-                                    : at::zeros({1, 3, grid[0], grid[1], grid[2]}, f.options());
+      velocity = velocity.defined()             ? resize_field(velocity, grid)
+                 : o.initial_velocity.defined() ? resize_field(o.initial_velocity.to(f.options()), grid)
+                                                : at::zeros({1, 3, grid[0], grid[1], grid[2]}, f.options());
     }
     velocity.requires_grad_();
     // The level's voxel size (mm, or unknown): what the smoothness's Jacobian is taken in.

@@ -23,6 +23,10 @@ struct DiscreteOptions {
   // The coupling weights θ of the alternation, in cost units per squared grid voxel,
   // each an iteration (ConvexAdam's schedule, rescaled to our cost's range).
   std::array<double, 5> coupling{0, 0.001, 0.003, 0.01, 0.03};
+  // The cost volume's memory at most, MiB (one float per candidate and grid voxel): a
+  // volume whose cost does not fit is searched in slabs of slices, each computed again
+  // at every step of the coupling (about five times the search's time).
+  int64_t max_cost_mib = 1024;
 };
 
 // Grid voxels searched along an axis at most: (2r+1)³ candidates, the cost volume's depth.

@@ -64,6 +64,13 @@ struct InstanceOptions {
   // across what the masks leave out. The moving one is on the grid of the moving image
   // given here (the fixed grid, after the affine).
   at::Tensor fixed_mask, moving_mask;
+  // Where the fit starts (optional): a velocity, 1×3×d×h×w in voxels of its own grid
+  // (any grid: it is resampled to the first level's), such as a discrete search's
+  // displacement (for a smooth field the two are about equal). The smoothness then acts
+  // on the whole field, the start included, so where the images are flat (air, a
+  // uniform organ) the fit follows its neighbours rather than keeping the start, as
+  // ConvexAdam's Adam stage does. Empty: zero.
+  at::Tensor initial_velocity;
   // Called after every iteration: level (0-based), iteration, loss.
   std::function<void(int, int64_t, double)> progress;
 };
