@@ -43,9 +43,9 @@ int run_template(int argc, char** argv) {
   s.images = images.getValue();
   s.out = out.getValue();
   s.iterations = iterations.getValue();
-  s.initial = initial.getValue();
+  s.initial = pipeline::parse_initial(initial.getValue());
   s.step = step.getValue();
-  s.averaging = averaging.getValue();
+  s.averaging = pipeline::parse_averaging(averaging.getValue());
   s.resume = resume.getValue();
   s.registration = registration.settings(device.value());
   s.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };

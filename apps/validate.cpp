@@ -51,7 +51,7 @@ int validate(const std::string& out, const std::string& device) {
   registration::Model first = registration::model_from_archive(registration::read_archive(checkpoint, "CHECKPOINT"), checkpoint);
   pipeline::DatasetOptions dataset;
   dataset.cache_dir = run.value("cache", out + ".cache");
-  dataset.affine.similarity = run.value("similarity", "ncc");
+  dataset.affine.similarity = registration::parse_similarity(run.value("similarity", std::string("ncc")));
   dataset.max_unreadable_fraction = run.value("max_unreadable", 0.0);
   registration::TrainingSet data =
       pipeline::load_training_set(io::read_manifest(run["manifest"].get<std::string>()), first.info,

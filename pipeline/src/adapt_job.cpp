@@ -46,7 +46,7 @@ void take_objective(const registration::ModelInfo& info, registration::TrainOpti
   };
   try {
     if (!note("objective").empty()) o.objective = registration::ObjectiveWeights::parse(note("objective"));
-    if (!note("similarity").empty()) o.similarity = note("similarity");
+    if (!note("similarity").empty()) o.similarity = registration::parse_similarity(note("similarity"));
     if (!note("lambda").empty()) o.smoothness = std::stod(note("lambda"));
     if (!note("dice_weight").empty()) o.dice_weight = std::stod(note("dice_weight"));
   } catch (const std::exception& e) {
@@ -112,7 +112,8 @@ registration::TrainingSet adapt_data(const Paths& p, const registration::Model& 
   DatasetOptions dataset;
   dataset.cache_dir = p.cache;
   dataset.one_subject_pairs = true;
-  dataset.affine.similarity = o.objective && o.objective->lambda[registration::kMind] > 0 ? "mind" : o.similarity;
+  dataset.affine.similarity =
+      o.objective && o.objective->lambda[registration::kMind] > 0 ? registration::Similarity::Mind : o.similarity;
   dataset.progress = [](const std::string& line) { std::fprintf(stderr, "preprocess: %s\n", line.c_str()); };
   registration::ModelInfo grid = model.info;
   const bool cache_existed = fs::exists(p.cache);
@@ -176,7 +177,7 @@ void adapt_job(const AdaptSettings& s) {
                p.model.c_str(), to_string(s.method), adapted.subjects, adapted.subjects == 1 ? "" : "s",
                data.atlas ? "atlas mode" : adapted.subjects == 1 ? "paired with deformed copies of itself" : "pairwise",
                data.validation.size(), data.validation.size() == 1 ? "" : "s",
-               o.objective ? ("objective " + o.objective->to_string()).c_str() : ("similarity " + o.similarity).c_str());
+               o.objective ? ("objective " + o.objective->to_string()).c_str() : (std::string("similarity ") + registration::similarity_name(o.similarity)).c_str());
 
   at::manual_seed(o.seed);
   const std::unique_ptr<registration::Trainer> made = detail::make_trainer(model, data, o, p.manifest);

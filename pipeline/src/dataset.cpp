@@ -51,7 +51,7 @@ std::string cache_key(const Context& c, const io::ManifestRow& row) {
   for (int d = 0; d < 3; ++d) s << "|" << c.info.grid[d] << "|" << c.info.spacing[d];
   s << "|" << c.info.normalization[0] << "|" << c.info.normalization[1] << "|" << c.info.orientation;
   for (auto n : c.options.affine.iterations) s << "|" << n;
-  s << "|" << c.options.affine.similarity;
+  s << "|" << registration::similarity_name(c.options.affine.similarity);
   char hex[32];
   std::snprintf(hex, sizeof hex, "%016zx", std::hash<std::string>()(s.str()));
   return hex;

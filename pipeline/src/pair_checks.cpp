@@ -37,7 +37,7 @@ std::string fixed2(double v) {
 
 std::vector<PairWarning> check_pair(const PairOptions& o, const PairResult& r, double folding_percent) {
   std::vector<PairWarning> w;
-  const std::string& kind = o.deformable.similarity;
+  const std::string kind = registration::similarity_name(o.deformable.similarity);
   if (!std::isfinite(r.loss_after)) {
     w.push_back({"worse_than_start", "after registration the moving image no longer overlaps the fixed one's field of view",
                  {{"similarity", kind}, {"loss_before", finite_or_null(r.loss_before)}}});

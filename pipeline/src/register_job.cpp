@@ -167,7 +167,7 @@ nlohmann::json settings_summary(const PairOptions& o, const PairResult& r) {
   return {{"preset", o.preset},
           {"pre_alignment", !pre ? "none" : o.affine.rigid ? "rigid" : "affine"},
           {"deformable", !deformable ? "none" : o.model ? "model" : "instance optimisation"},
-          {"similarity", o.deformable.similarity},
+          {"similarity", registration::similarity_name(o.deformable.similarity)},
           {"regularizer", registration::regularizer_name(o.deformable.regularizer)},
           {"regularization", o.deformable.regularization},
           {"learning_rate", o.deformable.learning_rate},

@@ -26,7 +26,7 @@ PairOptions pair_options(const RegistrationSettings& s) {
   validate(s);
   PairOptions o;
   o.stages = !s.deformable ? Stages::AffineOnly : !s.affine ? Stages::DeformableOnly : Stages::AffineAndDeformable;
-  o.affine.similarity = o.deformable.similarity = s.similarity;
+  o.affine.similarity = o.deformable.similarity = registration::parse_similarity(s.similarity);
   o.affine.rigid = s.rigid;
   o.intensity_window = s.intensity_window;
   o.padding = s.padding;
@@ -125,7 +125,7 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
   fixed.data = moving.data = at::Tensor();  // the caller's copies (if any) stay
   // The match at the headers' alignment (in the "normalise" stage): what the
   // pre-alignment and the result must beat.
-  const std::string& kind = o.deformable.similarity;
+  const registration::Similarity kind = o.deformable.similarity;
   r.loss_before = detail::mapped_similarity_loss(kind, f, fixed.geometry, m, at::Tensor(), at::Tensor(), r.masks);
   lap("normalise");
   r.affine = at::eye(4, at::kDouble);

@@ -1,5 +1,9 @@
 #include "autoreg/pipeline/registration_settings.h"
 
+#include <stdexcept>
+
+#include "autoreg/registration/similarity.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -59,7 +63,9 @@ void apply_preset(const std::string& name, RegistrationSettings& s) {
 }
 
 void validate(const RegistrationSettings& s) {
-  if (s.similarity != "ncc" && s.similarity != "mse" && s.similarity != "mind") {
+  try {
+    registration::parse_similarity(s.similarity);
+  } catch (const std::invalid_argument&) {
     throw SettingsError("--similarity must be ncc, mse or mind, got '" + s.similarity + "'");
   }
   if (s.device != "cpu" && s.device != "cuda") throw SettingsError("--device must be cpu or cuda, got '" + s.device + "'");

@@ -41,7 +41,7 @@ std::vector<std::vector<double>> rows(const at::Tensor& p) {
 nlohmann::json search_log_line(const search::Searcher& s, const search::SearchStep& r, double seconds) {
   nlohmann::json j = {{"step", r.step},
                       {"seconds", seconds},
-                      {"phase", r.phase},
+                      {"phase", search::phase_name(r.phase)},
                       {"loss", r.loss},
                       {"terms", terms_json(r.terms)},
                       {"lambda", terms_json(r.lambda)},

@@ -201,7 +201,7 @@ void search_loop(search::Searcher& searcher, const SearchParams& p, const Paths&
       const registration::Genotype g = searcher.derived();
       std::fprintf(stderr,
                    "search step %ld%s [%s] loss %.4f  val Dice %s  λ %.2f/%.2f/%.2f/%.2f/%.2f  %s  %.0f ms%s  %.2f s/step  %s left\n",
-                   long(r.step), budget > 0 ? "" : ("/" + std::to_string(searcher.total_steps())).c_str(), r.phase.c_str(),
+                   long(r.step), budget > 0 ? "" : ("/" + std::to_string(searcher.total_steps())).c_str(), search::phase_name(r.phase),
                    r.loss, dice_text(validation).c_str(), l[0], l[1], l[2], l[3], l[4], g.to_string().c_str(),
                    search::predicted_ms(searcher.costs(), g),
                    r.rollbacks ? (" rollbacks " + std::to_string(r.rollbacks)).c_str() : "", per_step,
@@ -297,7 +297,7 @@ void retrain(const SearchParams& p, const Paths& out, const registration::Traini
   v.out = out.file("retrain");
   v.manifest = p.settings.manifest;
   v.cache = p.cache;
-  v.similarity = "ncc";  // the preprocessing's affine, as load_data's
+  v.similarity = registration::Similarity::Ncc;  // the preprocessing's affine, as load_data's
   v.device = p.options.device;
   v.size_multiple = 4;
   v.max_unreadable = p.settings.max_unreadable;

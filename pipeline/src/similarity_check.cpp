@@ -44,7 +44,7 @@ Subgrid subgrid(const io::Geometry& g) {
 
 }  // namespace
 
-double mapped_similarity_loss(const std::string& kind, const at::Tensor& fixed, const io::Geometry& grid,
+double mapped_similarity_loss(registration::Similarity kind, const at::Tensor& fixed, const io::Geometry& grid,
                               const io::Volume& moving, const at::Tensor& affine, const at::Tensor& displacement,
                               const PairMasks& masks) {
   c10::AutoGradMode no_grad(false);

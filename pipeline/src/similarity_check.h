@@ -9,6 +9,7 @@
 
 #include "autoreg/io/volume.h"
 #include "autoreg/pipeline/register_pair.h"
+#include "autoreg/registration/similarity.h"
 
 namespace autoreg::pipeline::detail {
 
@@ -19,7 +20,7 @@ namespace autoreg::pipeline::detail {
 // the fixed mask whose match lies inside the moving volume and mask. Compared on every
 // f-th voxel of the fixed grid (f: about 3 mm), which is all a before/after comparison
 // needs. NaN when no voxel is inside both.
-double mapped_similarity_loss(const std::string& kind, const at::Tensor& fixed, const io::Geometry& grid,
+double mapped_similarity_loss(registration::Similarity kind, const at::Tensor& fixed, const io::Geometry& grid,
                               const io::Volume& moving, const at::Tensor& affine, const at::Tensor& displacement,
                               const PairMasks& masks);
 

@@ -43,20 +43,20 @@ std::string iteration_file(const TemplateSettings& s, int t, const char* ext) {
 // The image the template starts from and whose grid it keeps: the first subject, or
 // the given --initial image (normalised as the subjects are).
 io::Volume starting_image(const TemplateSettings& s, const std::vector<Subject>& subjects, const PairOptions& o) {
-  if (s.initial == "first" || s.initial == "affine-mean") return subjects[0].volume;
-  return detail::read_normalised(s.initial, o);
+  if (s.initial.rule != InitialTemplate::Rule::Image) return subjects[0].volume;
+  return detail::read_normalised(s.initial.image, o);
 }
 
 // The template before the first update.
 io::Volume initial_template(const TemplateSettings& s, const std::vector<Subject>& subjects, const PairOptions& o,
                             const Ranks& ranks) {
-  if (s.initial != "affine-mean") return starting_image(s, subjects, o);
+  if (s.initial.rule != InitialTemplate::Rule::AffineMean) return starting_image(s, subjects, o);
   PairOptions affine = o;
   affine.stages = Stages::AffineOnly;
   affine.model.reset();
   affine.refine = 0;
   const Round round = detail::register_all(subjects[0].volume, subjects, affine, false, "affine mean", s, ranks);
-  return {detail::average(round.warped, "mean"), subjects[0].volume.geometry};
+  return {detail::average(round.warped, Averaging::Mean), subjects[0].volume.geometry};
 }
 
 // How the average moves to become the next template (Avants et al. 2010): the subjects'
@@ -270,7 +270,7 @@ nlohmann::json build_on(const TemplateSettings& s, const Ranks& ranks) {
   const Round final_round = detail::register_all(templ, subjects, o, true, "final registrations", s, ranks);
   nlohmann::json summary = {{"subjects", subjects.size()}, {"iterations", iterations}, {"template", "template.nii.gz"},
                             {"ranks", ranks.world},
-                            {"settings", {{"initial", s.initial}, {"step", s.step}, {"averaging", s.averaging},
+                            {"settings", {{"initial", initial_text(s.initial)}, {"step", s.step}, {"averaging", averaging_name(s.averaging)},
                                           {"preset", s.registration.preset}, {"model", s.registration.model},
                                           {"similarity", s.registration.similarity}}}};
   write_outputs(s, templ, subjects, final_round, summary, ranks);
@@ -306,14 +306,42 @@ nlohmann::json build_supervised(const TemplateSettings& s) {
 
 }  // namespace
 
+const char* averaging_name(Averaging a) {
+  switch (a) {
+    case Averaging::Mean: return "mean";
+    case Averaging::Median: return "median";
+    case Averaging::Sharpened: return "sharpened";
+  }
+  return "mean";
+}
+
+Averaging parse_averaging(const std::string& text) {
+  for (Averaging a : {Averaging::Mean, Averaging::Median, Averaging::Sharpened}) {
+    if (text == averaging_name(a)) return a;
+  }
+  throw SettingsError("--averaging must be mean, median or sharpened, got '" + text + "'");
+}
+
+std::string initial_text(const InitialTemplate& t) {
+  switch (t.rule) {
+    case InitialTemplate::Rule::AffineMean: return "affine-mean";
+    case InitialTemplate::Rule::First: return "first";
+    case InitialTemplate::Rule::Image: return t.image;
+  }
+  return "affine-mean";
+}
+
+InitialTemplate parse_initial(const std::string& text) {
+  if (text == "affine-mean") return {};
+  if (text == "first") return {InitialTemplate::Rule::First, ""};
+  return {InitialTemplate::Rule::Image, text};
+}
+
 void validate(const TemplateSettings& s) {
   if (s.images.empty()) throw SettingsError("--images is required: a CSV with a column image (and optionally labels)");
   if (s.out.empty()) throw SettingsError("--out is required: the output folder");
   if (s.iterations < 0 || s.iterations > 100) throw SettingsError("--template-iterations must be between 0 and 100");
   if (!(s.step > 0 && s.step <= 1)) throw SettingsError("--step must be in (0, 1]");
-  if (s.averaging != "mean" && s.averaging != "median" && s.averaging != "sharpened") {
-    throw SettingsError("--averaging must be mean, median or sharpened, got '" + s.averaging + "'");
-  }
   if (!s.registration.deformable) throw SettingsError("a template needs the deformable stage");
   if (s.threads < 0) throw SettingsError("--threads must be >= 0");
   validate(s.registration);
@@ -323,7 +351,7 @@ void validate(const TemplateSettings& s) {
 std::vector<std::string> to_arguments(const TemplateSettings& s) {
   detail::Arguments a("template");
   a.text("--images", s.images).text("--out", s.out).integer("--template-iterations", s.iterations);
-  a.text("--initial", s.initial).number("--step", s.step).text("--averaging", s.averaging).flag("--resume", s.resume);
+  a.text("--initial", initial_text(s.initial)).number("--step", s.step).text("--averaging", averaging_name(s.averaging)).flag("--resume", s.resume);
   if (s.threads > 0) a.integer("--threads", s.threads);
   a.number("--collective-timeout", s.scale.collective_timeout_s);
   std::vector<std::string> words = a.words();

@@ -150,11 +150,11 @@ Round register_all(const io::Volume& templ, const std::vector<Subject>& subjects
   return round;
 }
 
-at::Tensor average(const std::vector<at::Tensor>& warped, const std::string& how) {
+at::Tensor average(const std::vector<at::Tensor>& warped, Averaging how) {
   const at::Tensor stack = at::cat(warped, 0);
-  if (how == "median") return std::get<0>(stack.median(0, /*keepdim=*/true));
+  if (how == Averaging::Median) return std::get<0>(stack.median(0, /*keepdim=*/true));
   const at::Tensor mean = stack.mean(0, /*keepdim=*/true);
-  if (how == "mean") return mean;
+  if (how == Averaging::Mean) return mean;
   // sharpened: an unsharp mask, the mean plus half its difference from its 3³ box average
   const at::Tensor blurred = at::avg_pool3d(mean, {3, 3, 3}, {1, 1, 1}, {1, 1, 1}, false, false);
   return (mean + 0.5 * (mean - blurred)).clamp(0, 1);

@@ -73,7 +73,7 @@ Round register_all(const io::Volume& templ, const std::vector<Subject>& subjects
                    const std::string& stage, const TemplateSettings& s, const Ranks& ranks);
 
 // The average of the warped subjects (each 1×1×D×H×W): mean, median or sharpened.
-at::Tensor average(const std::vector<at::Tensor>& warped, const std::string& how);
+at::Tensor average(const std::vector<at::Tensor>& warped, Averaging how);
 
 // Pearson correlation of two volumes over `mask`.
 double correlation(const at::Tensor& a, const at::Tensor& b, const at::Tensor& mask);

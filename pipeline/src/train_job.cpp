@@ -50,7 +50,7 @@ registration::TrainOptions train_options(const TrainSettings& s) {
   registration::TrainOptions o;
   o.steps = s.steps;
   o.learning_rate = s.learning_rate;
-  o.similarity = s.similarity;
+  o.similarity = registration::parse_similarity(s.similarity);
   o.smoothness = s.lambda;
   o.spike_factor = s.max_gradient_spike;
   if (!s.objective.empty()) o.objective = registration::ObjectiveWeights::parse(s.objective);
@@ -78,7 +78,7 @@ void note_training(registration::ModelInfo& info, const TrainSettings& s, const 
   notes["mode"] = data.atlas ? "atlas" : "pairwise";
   notes["subjects"] = std::to_string(data.train.size()) + " train, " + std::to_string(data.validation.size()) + " validation";
   notes["steps"] = std::to_string(steps);
-  notes["similarity"] = o.similarity;
+  notes["similarity"] = registration::similarity_name(o.similarity);
   notes["lambda"] = std::to_string(o.smoothness);
   if (o.objective) notes["objective"] = o.objective->to_string();
   notes["dice_weight"] = std::to_string(o.dice_weight);

@@ -31,7 +31,7 @@ ValidationProcess::ValidationProcess(const ValidationRun& run) : results_(run.ou
   if (command.empty()) {
     const nlohmann::json description = {
         {"manifest", fs::absolute(run.manifest).string()}, {"cache", fs::absolute(run.cache).string()},
-        {"similarity", run.similarity}, {"size_multiple", run.size_multiple}, {"max_unreadable", run.max_unreadable},
+        {"similarity", registration::similarity_name(run.similarity)}, {"size_multiple", run.size_multiple}, {"max_unreadable", run.max_unreadable},
         {"seed", run.seed}};
     const std::string path = run.out + ".run.json";
     try {

@@ -15,12 +15,14 @@
 
 #include "autoreg/parallel/evaluation.h"
 #include "autoreg/pipeline/training_loop.h"
+#include "autoreg/registration/similarity.h"
 
 namespace autoreg::pipeline {
 
 struct ValidationRun {
   std::string out;            // train --out
-  std::string manifest, cache, similarity, device;
+  std::string manifest, cache, device;
+  registration::Similarity similarity = registration::Similarity::Ncc;
   int64_t size_multiple = 4;
   double max_unreadable = 0;
   uint64_t seed = 0;

@@ -82,11 +82,21 @@ double Searcher::progress() const {
   return progress_ ? std::clamp(*progress_, 0.0, 1.0) : double(step_) / double(options_.steps);
 }
 
-std::string Searcher::phase() const {
+const char* phase_name(SearchPhase phase) {
+  switch (phase) {
+    case SearchPhase::Warmup: return "warmup";
+    case SearchPhase::Search: return "search";
+    case SearchPhase::Architecture: return "architecture";
+    case SearchPhase::Objective: return "objective";
+  }
+  return "search";
+}
+
+SearchPhase Searcher::phase() const {
   const double p = progress(), warmup = options_.warmup_fraction;
-  if (p < warmup) return "warmup";
-  if (options_.mode == Mode::Joint) return "search";
-  return p < warmup + (1 - warmup) / 2 ? "architecture" : "objective";
+  if (p < warmup) return SearchPhase::Warmup;
+  if (options_.mode == Mode::Joint) return SearchPhase::Search;
+  return p < warmup + (1 - warmup) / 2 ? SearchPhase::Architecture : SearchPhase::Objective;
 }
 
 registration::Genotype Searcher::derived() const {
@@ -131,7 +141,7 @@ SearchStep Searcher::step() {
   SearchStep r;
   run_.step([&] {
     r = try_step();
-    return registration::GuardedRun::Outcome{step_, r.gradient_norm, r.phase};
+    return registration::GuardedRun::Outcome{step_, r.gradient_norm, phase_name(r.phase)};
   });
   r.rollbacks = run_.guard().rollbacks();
   r.gradient_average = run_.guard().gradient_average();
@@ -167,11 +177,11 @@ SearchStep Searcher::try_step() {
   SearchStep r;
   allreduce_seconds_ = 0;
   r.phase = phase();
-  if (r.phase == "objective" && !fixed_genotype_) fixed_genotype_ = derived();
+  if (r.phase == SearchPhase::Objective && !fixed_genotype_) fixed_genotype_ = derived();
   // Nothing to update (no searched term, no searched edge): no update and its cost.
   const bool update_objective =
-      objective_.searched() && (r.phase == "search" || r.phase == "objective") && t % options_.objective_every == 0;
-  const bool update_architecture = architecture_->searched() && (r.phase == "search" || r.phase == "architecture") &&
+      objective_.searched() && (r.phase == SearchPhase::Search || r.phase == SearchPhase::Objective) && t % options_.objective_every == 0;
+  const bool update_architecture = architecture_->searched() && (r.phase == SearchPhase::Search || r.phase == SearchPhase::Architecture) &&
                                    t % options_.architecture_every == 0;
   const auto clock = std::chrono::steady_clock::now;
   const auto since = [&](std::chrono::steady_clock::time_point t0) {
@@ -181,7 +191,7 @@ SearchStep Searcher::try_step() {
 
   // The step's path (drawn once, used by its three updates; from (seed, step) alone: the
   // same on every rank), then this rank's slots.
-  warming_up_ = r.phase == "warmup" && options_.warmup_on_base;
+  warming_up_ = r.phase == SearchPhase::Warmup && options_.warmup_on_base;
   if (!fixed_genotype_ && !warming_up_ && options_.path == Path::Sampled) supernet_->use_sampled(options_.tau_max, false);
   const bool crop_weights = options_.weight_crop < 1 && !warming_up_ && !fixed_genotype_;
   const std::vector<Slot> slots = sampler_.draw(t, rng, crop_weights, run_.rank(), run_.world());
@@ -191,7 +201,7 @@ SearchStep Searcher::try_step() {
   const at::Tensor lambda = objective_.lambda();
   r.weight_voxels = slots.front().weight_pair.fixed.numel();
   r.loss = train_gradient(slots, lambda, r);
-  run_.guard().check(r.gradient_norm, r.phase);  // ω's, before clipping (the same on every rank)
+  run_.guard().check(r.gradient_norm, phase_name(r.phase));  // ω's, before clipping (the same on every rank)
   const double eta = options_.weight_lr * run_.guard().lr_scale();
   r.seconds_weights = since(t0);
 

@@ -179,8 +179,8 @@ TEST(AutoRegFilter, DefaultsAreThoseOfRegister) {
   const pipeline::PairOptions o;
   EXPECT_EQ(std::vector<int64_t>(s.iterations.begin(), s.iterations.end()), o.deformable.iterations);
   EXPECT_EQ(std::vector<int64_t>(s.affine_iterations.begin(), s.affine_iterations.end()), o.affine.iterations);
-  EXPECT_EQ(s.similarity, o.deformable.similarity);
-  EXPECT_EQ(s.similarity, o.affine.similarity);
+  EXPECT_EQ(s.similarity, registration::similarity_name(o.deformable.similarity));
+  EXPECT_EQ(s.similarity, registration::similarity_name(o.affine.similarity));
   EXPECT_EQ(s.regularization, o.deformable.regularization);
   EXPECT_EQ(s.regularizer, registration::regularizer_name(o.deformable.regularizer));
   EXPECT_EQ(s.device, o.device);

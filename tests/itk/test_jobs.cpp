@@ -106,7 +106,7 @@ TEST(TemplateSettings, TheCommandLineCarriesTheRegistrationSettings) {
   s.out = "t";
   s.iterations = 3;
   s.step = 0.2;
-  s.averaging = "median";
+  s.averaging = pipeline::Averaging::Median;
   s.threads = 2;
   s.scale.nproc = 2;
   s.registration = pipeline::preset_settings("breathing");

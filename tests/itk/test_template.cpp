@@ -82,7 +82,7 @@ pipeline::TemplateSettings settings(const Cohort& c, const fs::path& out) {
   s.images = c.csv;
   s.out = out.string();
   s.iterations = 3;
-  s.initial = "first";
+  s.initial = pipeline::parse_initial("first");
   s.step = 0.5;
   s.registration.affine = false;
   s.registration.iterations = {60, 40};
@@ -180,7 +180,7 @@ TEST(Template, BadInputIsRefusedNamingTheFile) {
   s.step = 0;
   EXPECT_THROW(pipeline::build_template(s), base::UsageError);
   s = settings(c, dir / "out");
-  s.initial = (dir / "missing.nii.gz").string();
+  s.initial = pipeline::parse_initial((dir / "missing.nii.gz").string());
   EXPECT_THROW(pipeline::build_template(s), io::IoError);
   fs::remove_all(dir);
 }

@@ -126,7 +126,7 @@ TEST(Affine, MutualInformationAlignsAnInvertedContrast) {
   Pair p = make_pair(truth);
   p.moving = 1 - p.moving / p.moving.max();
   reg::AffineOptions o;
-  o.similarity = "mind";
+  o.similarity = reg::Similarity::Mind;
   o.iterations = {80, 40};
   const at::Tensor a = reg::fit_affine(p.fixed, p.fixed_grid, p.moving, p.moving_grid, o);
   // Within a fixed voxel (2 mm): a 32-bin histogram of 20 000 points is a noisier

@@ -225,7 +225,7 @@ TEST(FeatureTransforms, FtmChangesGammaAndBetaAloneAndLowersTheTargetObjective) 
         const at::Tensor& fx = held.train[j].image;
         const at::Tensor u = m.network->forward(mv, fx);
         const at::Tensor w = ops::warp(mv, u, ops::Interpolation::Linear, ops::Padding::Border);
-        sum += similarity_loss("ncc", fx, w, 9).item<double>();
+        sum += similarity_loss(Similarity::Ncc, fx, w, 9).item<double>();
       }
     }
     return sum;

@@ -32,7 +32,7 @@ TEST(FitDisplacement, RecoversAKnownSmoothDeformation) {
                                       ops::Padding::Border);
   reg::InstanceOptions o;
   o.iterations = {60, 60};
-  o.similarity = "mse";
+  o.similarity = reg::Similarity::Mse;
   o.regularization = 0.05;
   const at::Tensor u = reg::fit_displacement(fixed, moving, o);
   const auto inner = [&](const at::Tensor& t) {
@@ -78,7 +78,7 @@ TEST(FitDisplacement, AThickSlabKeepsItsSlicesAndAnyNumberOfLevelsFits) {
   shift.narrow(1, 2, 1).fill_(1.5);  // 1.5 voxels along W
   const at::Tensor moving = ops::warp(fixed, -shift, ops::Interpolation::Linear, ops::Padding::Border);
   reg::InstanceOptions o;
-  o.similarity = "mse";
+  o.similarity = reg::Similarity::Mse;
   o.regularization = 0.05;
   o.spacing = {4, 1.37, 1.37};
   for (const std::vector<int64_t>& levels : {std::vector<int64_t>{40}, {30, 30}, {20, 20, 20, 20}}) {
@@ -170,7 +170,7 @@ TEST(FitDisplacement, ImageOutsideTheFixedMaskDoesNotChangeTheField) {
   const at::Tensor moving = ops::warp(fixed, ops::integrate(-v, 7), ops::Interpolation::Linear, ops::Padding::Border);
   reg::InstanceOptions o;
   o.iterations = {30, 30};
-  o.similarity = "mse";
+  o.similarity = reg::Similarity::Mse;
   o.regularization = 0.05;
   o.fixed_mask = at::zeros_like(fixed);
   o.fixed_mask.narrow(4, 0, 16).fill_(1);

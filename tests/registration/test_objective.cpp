@@ -22,8 +22,8 @@ TEST(Objective, WeightsTextRoundTripAndErrors) {
   for (const char* bad : {"", "ncc9", "ncc11=1", "ncc9=-1", "ncc9=x", "smoothness=nan"}) {
     EXPECT_THROW(ObjectiveWeights::parse(bad), std::invalid_argument) << bad;
   }
-  EXPECT_EQ(ObjectiveWeights::for_similarity("ncc", 2).lambda, (std::array<double, kObjectiveTerms>{1, 0, 0, 0, 2}));
-  EXPECT_EQ(ObjectiveWeights::for_similarity("mind", 1).lambda, (std::array<double, kObjectiveTerms>{0, 0, 0, 1, 1}));
+  EXPECT_EQ(ObjectiveWeights::for_similarity(Similarity::Ncc, 2).lambda, (std::array<double, kObjectiveTerms>{1, 0, 0, 0, 2}));
+  EXPECT_EQ(ObjectiveWeights::for_similarity(Similarity::Mind, 1).lambda, (std::array<double, kObjectiveTerms>{0, 0, 0, 1, 1}));
 }
 
 TEST(Objective, TermsAreTheLossesTheyName) {
@@ -35,7 +35,7 @@ TEST(Objective, TermsAreTheLossesTheyName) {
   EXPECT_NEAR(t[kNcc9].item<double>(), (1 - local_ncc(f, w, 9)).item<double>(), 1e-6);
   EXPECT_NEAR(t[kNcc7Half].item<double>(), (1 - local_ncc(half(f), half(w), 7)).item<double>(), 1e-6);
   EXPECT_NEAR(t[kNcc5Quarter].item<double>(), (1 - local_ncc(half(half(f)), half(half(w)), 5)).item<double>(), 1e-6);
-  EXPECT_NEAR(t[kMind].item<double>(), similarity_loss("mind", f, w).item<double>(), 1e-6);
+  EXPECT_NEAR(t[kMind].item<double>(), similarity_loss(Similarity::Mind, f, w).item<double>(), 1e-6);
   EXPECT_NEAR(t[kSmoothness].item<double>(), gradient_l2(u).item<double>(), 1e-6);
   const at::Tensor some = objective_terms(f, w, u, {true, false, false, false, true});
   EXPECT_EQ(some[kNcc7Half].item<double>(), 0);

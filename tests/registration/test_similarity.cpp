@@ -38,7 +38,7 @@ TEST(LocalNcc, PerAxisWindows) {
   EXPECT_NEAR(reg::local_ncc_map(a, a * 2 + 1, reg::NccWindow{3, 7, 7}).mean().item<double>(), 1.0, 1e-4);
   EXPECT_GT((reg::local_ncc_map(a, b, reg::NccWindow{1, 7, 7}) - reg::local_ncc_map(a, b, 7)).abs().max().item<double>(), 1e-3);
   EXPECT_TRUE(at::allclose(reg::local_ncc_map(a, b, reg::NccWindow{9, 5, 5}), reg::local_ncc_map(a, b, reg::NccWindow{5, 5, 5})));
-  EXPECT_NEAR(reg::similarity_loss("ncc", a, b, reg::NccWindow{3, 5, 7}).item<double>(),
+  EXPECT_NEAR(reg::similarity_loss(reg::Similarity::Ncc, a, b, reg::NccWindow{3, 5, 7}).item<double>(),
               1 - reg::local_ncc_map(a, b, reg::NccWindow{3, 5, 7}).mean().item<double>(), 1e-6);
 }
 
@@ -54,14 +54,14 @@ TEST(MindSsc, TwelveChannelsInUnitInterval) {
 TEST(MindSsc, IgnoresContrastInversionAndScalingButSeesMisalignment) {
   const at::Tensor a = smooth_random(4, 20);
   // An inverted, rescaled contrast (a "T2" of the same anatomy) has the same descriptors...
-  const double same = reg::similarity_loss("mind", a, 0.5 - 2 * a).item<double>();
+  const double same = reg::similarity_loss(reg::Similarity::Mind, a, 0.5 - 2 * a).item<double>();
   EXPECT_LT(same, 1e-8);
   // ...while the same image shifted by two voxels does not; MSE cannot tell them apart.
   const at::Tensor shifted = at::roll(a, {2}, {2});
-  const double moved = reg::similarity_loss("mind", a, shifted).item<double>();
+  const double moved = reg::similarity_loss(reg::Similarity::Mind, a, shifted).item<double>();
   EXPECT_GT(moved, 1e-4);
-  EXPECT_GT(reg::similarity_loss("mse", a, 0.5 - 2 * a).item<double>(),
-            reg::similarity_loss("mse", a, shifted).item<double>());
+  EXPECT_GT(reg::similarity_loss(reg::Similarity::Mse, a, 0.5 - 2 * a).item<double>(),
+            reg::similarity_loss(reg::Similarity::Mse, a, shifted).item<double>());
 }
 
 TEST(MindSsc, ConstantImageIsFinite) {
@@ -73,10 +73,11 @@ TEST(SimilarityLoss, ZeroForIdenticalImagesAndNamesUnknownKinds) {
   at::manual_seed(5);
   const at::Tensor a = at::rand({1, 1, 12, 12, 12});
   for (const char* kind : {"ncc", "mse", "mind"}) {
-    EXPECT_NEAR(reg::similarity_loss(kind, a, a).item<double>(), 0.0, 5e-3) << kind;
+    EXPECT_NEAR(reg::similarity_loss(reg::parse_similarity(kind), a, a).item<double>(), 0.0, 5e-3) << kind;
+    EXPECT_STREQ(reg::similarity_name(reg::parse_similarity(kind)), kind);
   }
   try {
-    reg::similarity_loss("nmi", a, a);
+    reg::parse_similarity("nmi");
     FAIL() << "no error for an unknown similarity";
   } catch (const std::invalid_argument& e) {
     EXPECT_NE(std::string(e.what()).find("nmi"), std::string::npos);

@@ -50,7 +50,7 @@ double mean_loss(Model& model, const TrainingSet& set) {
     const at::Tensor& m = set.train[i].image;
     const at::Tensor& f = set.atlas->image;
     const at::Tensor u = model.network->forward(m, f);
-    sum += similarity_loss("mse", f, ops::warp(m, u, ops::Interpolation::Linear, ops::Padding::Border))
+    sum += similarity_loss(Similarity::Mse, f, ops::warp(m, u, ops::Interpolation::Linear, ops::Padding::Border))
                .item<double>();
   }
   return sum / double(set.train.size());
@@ -75,7 +75,7 @@ TEST(Training, LossFallsAndAKnownDeformationIsRecovered) {
   TrainOptions o;
   o.steps = 200;
   o.learning_rate = 1e-3;
-  o.similarity = "mse";
+  o.similarity = Similarity::Mse;
   o.augment = false;
   o.smoothness = 0.05;
   const double before = mean_loss(model, set);

@@ -424,9 +424,9 @@ TEST(Searcher, SequentialModeFixesTheArchitectureForTheObjectivePhase) {
   registration::Genotype fixed;
   while (!s.finished()) {
     const SearchStep r = s.step();
-    if (phases.empty() || phases.back() != r.phase) phases.push_back(r.phase);
-    if (r.phase == "architecture") EXPECT_FALSE(r.objective_updated);
-    if (r.phase == "objective") {
+    if (phases.empty() || phases.back() != phase_name(r.phase)) phases.push_back(phase_name(r.phase));
+    if (r.phase == SearchPhase::Architecture) EXPECT_FALSE(r.objective_updated);
+    if (r.phase == SearchPhase::Objective) {
       EXPECT_FALSE(r.architecture_updated);
       if (fixed.edges[0].empty()) fixed = s.derived();
       EXPECT_EQ(s.derived(), fixed);
@@ -484,7 +484,7 @@ TEST(Searcher, WeightCropTrainsTheSupernetOnABox) {
   const int64_t box = int64_t(0.7 * kGrid) / 4 * 4;
   while (!s.finished()) {
     const SearchStep r = s.step();
-    EXPECT_EQ(r.weight_voxels, r.phase == "warmup" ? kGrid * kGrid * kGrid : box * box * box) << r.step;
+    EXPECT_EQ(r.weight_voxels, r.phase == SearchPhase::Warmup ? kGrid * kGrid * kGrid : box * box * box) << r.step;
     EXPECT_TRUE(std::isfinite(r.loss));
   }
 }

@@ -102,7 +102,6 @@ at::Tensor fit_affine(const at::Tensor& fixed, const at::Tensor& fixed_index_to_
                       const AffineOptions& o, AffineReport* report) {
   check_inputs(fixed, fixed_index_to_world, "fixed");
   check_inputs(moving, moving_index_to_world, "moving");
-  check_similarity(o.similarity);
   TORCH_CHECK(!o.level_spacing.empty() && o.level_spacing.size() == o.iterations.size(),
               "fit_affine: one iteration count per pyramid level");
   TORCH_CHECK(!o.fixed_mask.defined() || o.fixed_mask.sizes() == fixed.sizes(), "fit_affine: the fixed mask must be ",

@@ -52,18 +52,18 @@ at::Tensor mutual_information(const at::Tensor& fixed, const at::Tensor& moving,
 // (1×n each), over the points that map inside the moving volume (`inside`, n, 0 or 1):
 // outside it the moving image is unknown, not dark, and counting those points would
 // pull a moving image with a smaller field of view (a slab) to stretch over the fixed
-// one. With "mind", mutual information (above). NCC is global here (1 − Pearson
+// one. With Mind, mutual information (above). NCC is global here (1 − Pearson
 // correlation): an affine has 12 parameters to explain the whole image, and local
 // windows over flat regions add only noise.
-at::Tensor sample_loss(const std::string& kind, const at::Tensor& fixed, const at::Tensor& moving,
+at::Tensor sample_loss(Similarity kind, const at::Tensor& fixed, const at::Tensor& moving,
                        const at::Tensor& inside) {
   const at::Tensor count = inside.sum();
   if (count.item<double>() < 1) return moving.sum() * 0 + 1;  // no overlap: the worst loss
   // MIND-SSC compares local structure, which at the affine stage's 4 mm and 2 mm is too
   // weak to fix scale (a T1 → T2 slab drifted to half its size); mutual information of
   // intensities is the standard multimodal affine metric (elastix's and ANTs' default).
-  if (kind == "mind") return -mutual_information(fixed.squeeze(0), moving.squeeze(0), inside);
-  if (kind != "ncc") return ((fixed - moving).pow(2) * inside).sum() / count;
+  if (kind == Similarity::Mind) return -mutual_information(fixed.squeeze(0), moving.squeeze(0), inside);
+  if (kind != Similarity::Ncc) return ((fixed - moving).pow(2) * inside).sum() / count;
   const at::Tensor mf = (fixed * inside).sum() / count, mm = (moving * inside).sum() / count;
   const at::Tensor a = (fixed - mf) * inside, b = (moving - mm) * inside;
   return 1 - (a * b).sum() / ((a * a).sum() * (b * b).sum() + 1e-12).sqrt();
@@ -95,7 +95,7 @@ class AffineFit::Impl {
         d.points = d.points.index_select(0, keep).contiguous();
         d.fixed = d.fixed.index_select(1, keep).contiguous();
       }
-      if (o.similarity == "mind" && f.device().is_cpu()) d.fixed_parzen = detail::parzen_weights(d.fixed.squeeze(0));
+      if (o.similarity == Similarity::Mind && f.device().is_cpu()) d.fixed_parzen = detail::parzen_weights(d.fixed.squeeze(0));
       d.moving = moving[l].image;         // 1×1×D×H×W
       if (!moving_mask.empty()) d.moving_mask = moving_mask[l].image.to(f.device());
       const at::Tensor to_index = at::inverse(moving[l].index_to_world);
@@ -118,7 +118,7 @@ class AffineFit::Impl {
                                                  const at::Tensor& t0, int64_t steps,
                                                  bool report) {
     const LevelData& d = levels_[level];
-    if (d.points.device().is_cpu() && o_.similarity != "mind" && !d.moving_mask.defined()) {
+    if (d.points.device().is_cpu() && o_.similarity != Similarity::Mind && !d.moving_mask.defined()) {
       return run_fused(level, m0, t0, steps, report);
     }
     const auto opts = d.points.options();
@@ -194,7 +194,7 @@ class AffineFit::Impl {
     s.moving = d.moving.data_ptr<float>();
     s.size = {d.moving.size(4), d.moving.size(3), d.moving.size(2)};
     s.to_index = d.to_index;
-    const bool ncc = o_.similarity == "ncc";
+    const bool ncc = o_.similarity == Similarity::Ncc;
     const at::Tensor m_start = m0.to(at::kDouble).contiguous(), t_start = t0.to(at::kDouble).contiguous();
     const at::Tensor c_f = c_f_.to(at::kDouble).contiguous();
     // Parameters as in run(): b (3×3, mm at distance `radius`) and tau (3).

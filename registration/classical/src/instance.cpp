@@ -109,7 +109,6 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
                   fixed.sizes() == moving.sizes(),
               "fit_displacement: fixed and moving must be 1×1×D×H×W of one size, got ",
               fixed.sizes(), " and ", moving.sizes());
-  check_similarity(o.similarity);
   for (const at::Tensor* mask : {&o.fixed_mask, &o.moving_mask}) {
     TORCH_CHECK(!mask->defined() || mask->sizes() == fixed.sizes(), "fit_displacement: a mask must be ",
                 fixed.sizes(), " like the images, got ", mask->sizes());
@@ -156,7 +155,7 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
     // image, compared by MSE. The T1/T2 pair's deformable stage 18.4 s -> 8.3 s; on the
     // OASIS validation pairs 06<->07 with --similarity mind, Dice 0.462/0.475 against
     // 0.472/0.488 recomputing (docs/performance.md).
-    const bool descriptors = o.similarity == "mind";
+    const bool descriptors = o.similarity == Similarity::Mind;
     const at::Tensor compared_fixed = descriptors ? mind_ssc(fl) : fl;
     const at::Tensor compared_moving = descriptors ? mind_ssc(ml) : ml;
     const at::Tensor fixed_mask = o.fixed_mask.defined() ? at_level(o.fixed_mask.to(f.options())) : at::Tensor();
@@ -186,7 +185,7 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
           weight = weight * ops::warp(moving_mask, u.detach(), ops::Interpolation::Linear, ops::Padding::Border);
         }
       }
-      const at::Tensor loss = similarity_loss(descriptors ? "mse" : o.similarity, compared_fixed, warped, window, weight) +
+      const at::Tensor loss = similarity_loss(descriptors ? Similarity::Mse : o.similarity, compared_fixed, warped, window, weight) +
                               o.regularization * smoothness(velocity, o.regularizer, level_spacing);
       loss.backward();
       adam.step();

@@ -58,13 +58,14 @@ at::Tensor pooled_one_hot(const at::Tensor& labels, const std::vector<int64_t>& 
 
 }  // namespace
 
-ObjectiveWeights ObjectiveWeights::for_similarity(const std::string& kind, double smoothness) {
-  check_similarity(kind);
+ObjectiveWeights ObjectiveWeights::for_similarity(Similarity kind, double smoothness) {
   ObjectiveWeights w;
   w.lambda = {0, 0, 0, 0, smoothness};
-  if (kind == "ncc") w.lambda[kNcc9] = 1;
-  if (kind == "mind") w.lambda[kMind] = 1;
-  if (kind == "mse") throw std::invalid_argument("mse is not an objective term; use the similarity option");
+  switch (kind) {
+    case Similarity::Ncc: w.lambda[kNcc9] = 1; break;
+    case Similarity::Mind: w.lambda[kMind] = 1; break;
+    case Similarity::Mse: throw std::invalid_argument("mse is not an objective term; use the similarity option");
+  }
   return w;
 }
 

@@ -116,33 +116,45 @@ at::Tensor mind_ssc(const at::Tensor& image, int64_t radius, int64_t dilation) {
   return at::exp(-ssd / variance);
 }
 
-void check_similarity(const std::string& kind) {
-  if (kind != "ncc" && kind != "mse" && kind != "mind") {
-    throw std::invalid_argument("similarity must be ncc, mse or mind, got '" + kind + "'");
+const char* similarity_name(Similarity kind) {
+  switch (kind) {
+    case Similarity::Ncc: return "ncc";
+    case Similarity::Mse: return "mse";
+    case Similarity::Mind: return "mind";
   }
+  return "ncc";
 }
 
-at::Tensor similarity_loss(const std::string& kind, const at::Tensor& fixed,
-                           const at::Tensor& warped, int64_t window, const at::Tensor& weight) {
+Similarity parse_similarity(const std::string& name) {
+  for (Similarity kind : {Similarity::Ncc, Similarity::Mse, Similarity::Mind}) {
+    if (name == similarity_name(kind)) return kind;
+  }
+  throw std::invalid_argument("similarity must be ncc, mse or mind, got '" + name + "'");
+}
+
+at::Tensor similarity_loss(Similarity kind, const at::Tensor& fixed, const at::Tensor& warped, int64_t window,
+                           const at::Tensor& weight) {
   for (int64_t d = 2; d < fixed.dim(); ++d) window = std::min(window, fixed.size(d) % 2 ? fixed.size(d) : fixed.size(d) - 1);
   return similarity_loss(kind, fixed, warped, NccWindow{window, window, window}, weight);
 }
 
-at::Tensor similarity_loss(const std::string& kind, const at::Tensor& fixed,
-                           const at::Tensor& warped, const NccWindow& window, const at::Tensor& weight) {
+at::Tensor similarity_loss(Similarity kind, const at::Tensor& fixed, const at::Tensor& warped, const NccWindow& window,
+                           const at::Tensor& weight) {
   if (weight.defined()) {
-    check_similarity(kind);
     // Per-voxel losses, their mean weighted by the mask (ε: an empty mask gives 0, not NaN).
     at::Tensor per_voxel;
-    if (kind == "ncc") per_voxel = 1 - local_ncc_map(fixed, warped, window, weight);
-    if (kind == "mse") per_voxel = (fixed - warped).pow(2).mean(1, /*keepdim=*/true);  // channels averaged, as unweighted
-    if (kind == "mind") per_voxel = (mind_ssc(fixed) - mind_ssc(warped)).pow(2).mean(1, /*keepdim=*/true);
+    switch (kind) {
+      case Similarity::Ncc: per_voxel = 1 - local_ncc_map(fixed, warped, window, weight); break;
+      case Similarity::Mse: per_voxel = (fixed - warped).pow(2).mean(1, /*keepdim=*/true); break;  // channels averaged, as unweighted
+      case Similarity::Mind: per_voxel = (mind_ssc(fixed) - mind_ssc(warped)).pow(2).mean(1, /*keepdim=*/true); break;
+    }
     return (per_voxel * weight).sum() / (weight.sum() + 1e-8);
   }
-  if (kind == "ncc") return 1 - local_ncc_map(fixed, warped, window).mean();
-  if (kind == "mse") return (fixed - warped).pow(2).mean();
-  if (kind == "mind") return (mind_ssc(fixed) - mind_ssc(warped)).pow(2).mean();
-  check_similarity(kind);
+  switch (kind) {
+    case Similarity::Ncc: return 1 - local_ncc_map(fixed, warped, window).mean();
+    case Similarity::Mse: return (fixed - warped).pow(2).mean();
+    case Similarity::Mind: return (mind_ssc(fixed) - mind_ssc(warped)).pow(2).mean();
+  }
   return {};
 }
 

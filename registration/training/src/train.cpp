@@ -51,7 +51,6 @@ Trainer::Trainer(Model& model, TrainingSet data, TrainOptions options)
             options_.spike_factor > 0, "training", "try a lower --lr", "CHECKPOINT"},
            {[this] { return state(); }, [this](const Archive& a, const std::string& path) { load_state(a, path); },
             [this] { set_learning_rate(); }, [this] { return step_; }}) {
-  check_similarity(options_.similarity);
   const bool atlas = data_.atlas.has_value();
   if (options_.batch < 1) throw std::invalid_argument("the batch needs at least one pair");
   if (data_.train.empty() || (!atlas && data_.train.size() < 2 && !options_.augment)) {
@@ -138,8 +137,8 @@ Trainer::PairTerms Trainer::pair_gradient(int64_t g) {
   const at::Tensor u = model_.network->forward(m, f);
   const at::Tensor warped = ops::warp(m, u, ops::Interpolation::Linear, ops::Padding::Border);
   at::Tensor sim, smooth, weighted;
-  if (!options_.objective && options_.similarity == "mse") {
-    sim = similarity_loss("mse", f, warped, kNccWindow);
+  if (!options_.objective && options_.similarity == Similarity::Mse) {
+    sim = similarity_loss(Similarity::Mse, f, warped, kNccWindow);
     smooth = gradient_l2(u);
     weighted = sim;
   } else {
@@ -235,7 +234,7 @@ std::vector<std::pair<std::string, std::string>> Trainer::fingerprint() const {
   std::vector<std::pair<std::string, std::string>> f = {
       {"lr", text(options_.learning_rate)},
       {"batch", text(options_.batch)},
-      {"similarity", options_.similarity},
+      {"similarity", similarity_name(options_.similarity)},
       {"lambda", text(options_.smoothness)},
       {"dice-weight", text(options_.dice_weight)},
       {"augment", text(options_.augment)},

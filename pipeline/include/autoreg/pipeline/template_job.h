@@ -31,13 +31,32 @@
 
 namespace autoreg::pipeline {
 
+// --averaging: how the warped subjects are averaged into the template.
+enum class Averaging { Mean, Median, Sharpened };
+const char* averaging_name(Averaging a);               // "mean", "median" or "sharpened"
+Averaging parse_averaging(const std::string& text);    // SettingsError naming --averaging otherwise
+
+// --initial: the template to start from.
+struct InitialTemplate {
+  enum class Rule {
+    AffineMean,  // "affine-mean": the subjects affinely aligned to the first and averaged
+    First,       // "first": the first subject
+    Image        // an image file
+  };
+  Rule rule = Rule::AffineMean;
+  std::string image;  // with Rule::Image
+  bool operator==(const InitialTemplate& o) const { return rule == o.rule && image == o.image; }
+};
+std::string initial_text(const InitialTemplate& t);     // "affine-mean", "first" or the image
+InitialTemplate parse_initial(const std::string& text);  // anything else is an image file
+
 struct TemplateSettings {
   std::string images;                  // CSV: image[,labels]
   std::string out;                     // output folder (created)
   int iterations = 4;                  // shape updates
-  std::string initial = "affine-mean"; // "affine-mean", "first", or an image file
+  InitialTemplate initial;             // --initial
   double step = 0.25;                  // shape-update step (ANTs' -g 0.25)
-  std::string averaging = "mean";      // mean, median, sharpened (the mean, unsharp-masked)
+  Averaging averaging = Averaging::Mean;  // --averaging (sharpened: the mean, unsharp-masked)
   RegistrationSettings registration;   // how each subject is registered to the template
   bool resume = false;
   int threads = 0;                     // --threads of each rank (0: the library's default)

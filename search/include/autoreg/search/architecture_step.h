@@ -41,9 +41,6 @@ class ArchitectureStep {
   registration::Genotype derived() const;
   double expected_forward_ms() const;
   const CandidateMask& allowed() const { return allowed_; }
-  // The base genotype's predicted forward ms (the latency term's unit).
-  double reference_ms() const { return reference_ms_; }
-
   // ∂/∂α of latency_weight · E[forward ms] / reference_ms.
   at::Tensor latency_gradient() const;
   // One update from α's gradient (latency included), then back within the budget.

@@ -73,10 +73,16 @@ class Adam;
 
 namespace autoreg::search {
 
+// The search's phases: the warm-up (ω alone), then α and λ together (joint mode), or
+// first α and then λ with the architecture fixed (sequential mode).
+enum class SearchPhase { Warmup, Search, Architecture, Objective };
+// "warmup", "search", "architecture", "objective": the log's names.
+const char* phase_name(SearchPhase phase);
+
 // What one step did: a line of the search log.
 struct SearchStep {
   int64_t step = 0;                 // steps done, this one included
-  std::string phase;                // warmup | search | architecture | objective
+  SearchPhase phase = SearchPhase::Warmup;
   double loss = 0;                  // the training loss
   std::array<double, registration::kObjectiveTerms> terms{};   // on the training pair
   std::array<double, registration::kObjectiveTerms> lambda{};  // after the step
@@ -113,7 +119,7 @@ class Searcher {
   // Another total (after resume(), which restores the checkpoint's): the schedule
   // follows it from here.
   void set_total_steps(int64_t steps) { options_.steps = steps; }
-  std::string phase() const;  // of the next step
+  SearchPhase phase() const;  // of the next step
   // The share of the search done, in [0, 1], for a search run by time rather than steps:
   // the warm-up, the sequential phases and the temperature then follow it instead of
   // step/steps. (Such a run does not repeat exactly when resumed: its times differ.)
@@ -137,7 +143,6 @@ class Searcher {
   const Supernet& supernet() const { return *supernet_; }
   const OpCosts& costs() const { return costs_; }
   const CandidateMask& allowed() const { return architecture_->allowed(); }
-  double reference_ms() const { return architecture_->reference_ms(); }
 
   // The gradients one step would use, at the current state, for the given pairs (ω's
   // gradient is computed on `train` first; nothing is updated): dDice(ω')/dλ (5, double),

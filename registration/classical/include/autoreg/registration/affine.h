@@ -17,10 +17,12 @@
 #include <string>
 #include <vector>
 
+#include "autoreg/registration/similarity.h"
+
 namespace autoreg::registration {
 
 struct AffineOptions {
-  std::string similarity = "ncc";                // see similarity.h
+  Similarity similarity = Similarity::Ncc;       // global NCC, MSE, or (Mind) mutual information
   std::vector<double> level_spacing = {4.0, 2.0};  // mm per voxel of each pyramid level
   std::vector<int64_t> iterations = {150, 100};  // Adam steps per level
   double learning_rate = 1.0;                    // mm per step at the coarsest level

@@ -17,11 +17,12 @@
 #include <vector>
 
 #include "autoreg/registration/regularization.h"
+#include "autoreg/registration/similarity.h"
 
 namespace autoreg::registration {
 
 struct InstanceOptions {
-  std::string similarity = "ncc";            // "ncc" (local, windows 5 and 7), "mse" or "mind"
+  Similarity similarity = Similarity::Ncc;   // local NCC (windows 5 and 7), MSE or MIND-SSC
   // The smoothness term (regularization.h: diffusion, or total variation where organs
   // slide) and its weight λ; the velocity's gradient is taken in physical units.
   Regularizer regularizer = Regularizer::Diffusion;

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "autoreg/registration/similarity.h"
+
 namespace autoreg::registration {
 
 inline constexpr int kObjectiveTerms = 5;
@@ -30,7 +32,7 @@ struct ObjectiveWeights {
   // The weights that `train --similarity KIND --lambda λ` has always meant: the one
   // similarity term (ncc: ncc9; mind: mind; mse has no term here and is refused) and λ
   // on smoothness.
-  static ObjectiveWeights for_similarity(const std::string& kind, double smoothness);
+  static ObjectiveWeights for_similarity(Similarity kind, double smoothness);
   // "ncc9=1,ncc7_half=0.5,...": names as above, any order, missing names 0. Throws
   // std::invalid_argument naming the offending item.
   static ObjectiveWeights parse(const std::string& text);

@@ -35,21 +35,26 @@ at::Tensor local_ncc_map(const at::Tensor& a, const at::Tensor& b, NccWindow win
 // image: N×1×D×H×W → N×12×D×H×W.
 at::Tensor mind_ssc(const at::Tensor& image, int64_t radius = 2, int64_t dilation = 2);
 
+// The similarity measures of a registration, as the command line names them ("ncc",
+// "mse", "mind"): compared as values, named only at the edges (options, files, logs).
+enum class Similarity { Ncc, Mse, Mind };
+// "ncc", "mse" or "mind".
+const char* similarity_name(Similarity kind);
+// The measure `name` names; std::invalid_argument naming the known ones otherwise.
+Similarity parse_similarity(const std::string& name);
+
 // A similarity loss between a fixed image and a warped moving one, 1×1×D×H×W each:
-//   "ncc":  1 − local_ncc(fixed, warped, window)
-//   "mse":  mean squared difference (intensities normalised to [0, 1])
-//   "mind": mean squared difference of MIND-SSC descriptors
+//   Ncc:  1 − local_ncc(fixed, warped, window)
+//   Mse:  mean squared difference (intensities normalised to [0, 1])
+//   Mind: mean squared difference of MIND-SSC descriptors
 // `window` is the NCC window (odd; ignored by the others). With a `weight` (1×1×D×H×W,
 // 0 to 1: a mask), the mean over voxels is weighted by it and each NCC window's moments
 // are taken inside it: cost-function masking, the voxels outside the mask do not count
 // (an empty mask: loss 0).
-at::Tensor similarity_loss(const std::string& kind, const at::Tensor& fixed,
-                           const at::Tensor& warped, int64_t window = 7, const at::Tensor& weight = {});
+at::Tensor similarity_loss(Similarity kind, const at::Tensor& fixed, const at::Tensor& warped, int64_t window = 7,
+                           const at::Tensor& weight = {});
 // The same with a box NCC window per axis.
-at::Tensor similarity_loss(const std::string& kind, const at::Tensor& fixed,
-                           const at::Tensor& warped, const NccWindow& window, const at::Tensor& weight = {});
-
-// Throws std::invalid_argument naming `kind` unless it is one of the above.
-void check_similarity(const std::string& kind);
+at::Tensor similarity_loss(Similarity kind, const at::Tensor& fixed, const at::Tensor& warped, const NccWindow& window,
+                           const at::Tensor& weight = {});
 
 }  // namespace autoreg::registration

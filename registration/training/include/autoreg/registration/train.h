@@ -46,7 +46,7 @@ struct TrainOptions {
   // r + world, ...), so a step's gradient does not depend on the number of ranks, and a
   // checkpoint resumes with any. With batch 1 a step is what it was before batches.
   int64_t batch = 1;
-  std::string similarity = "ncc";        // ncc (window 9), mse or mind
+  Similarity similarity = Similarity::Ncc;  // local NCC (window 9), MSE or MIND-SSC
   double smoothness = 1.0;               // λ on the L2 gradient of the displacement
   // When set, the image terms and smoothness weighted by these (objective.h; e.g. the
   // search's λ) replace `similarity` and `smoothness`.
