@@ -9,105 +9,18 @@
 // moving image (x + d(x)) against its match, before and after.
 #include <tclap/CmdLine.h>
 
-#include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
-#include <cmath>
 #include <cstdio>
 #include <string>
 
-#include "autoreg/io/field.h"
-#include "autoreg/io/grid.h"
-#include "autoreg/io/points.h"
-#include "autoreg/io/volume.h"
-#include "autoreg/registration/metrics.h"
+#include "autoreg/pipeline/evaluate_job.h"
 #include "common_args.h"
 #include "exit_codes.h"
 #include "options.h"
 
 namespace autoreg::apps {
 namespace {
-
-struct EvaluateParams {
-  std::string fixed_labels, warped_labels, field, labels, format = "text";
-  std::string fixed_points, moving_points;  // TRE
-  io::PointFileOptions point_options;      // voxel indices: their grid and base
-};
-
-std::vector<int64_t> parse_labels(const std::string& list) {
-  return parse_int_list("--labels", list);
-}
-
-nlohmann::json number(double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); }
-
-nlohmann::json error_summary(const io::PointErrors& e) {
-  return {{"mean_mm", e.mean}, {"median_mm", e.median}, {"p95_mm", e.p95}, {"max_mm", e.max}};
-}
-
-// TRE of the fixed points carried by the field (none: the identity) to the moving ones.
-nlohmann::json point_errors(const EvaluateParams& p, const at::Tensor& u, const io::Geometry& grid) {
-  const io::Landmarks l = io::read_landmarks(p.fixed_points, p.moving_points, p.point_options);
-  const io::PointErrors before = io::point_errors(l.fixed.points, l.moving.points);
-  nlohmann::json out = {{"points", l.fixed.points.size()}, {"before", error_summary(before)}};
-  if (!u.defined()) return out;
-  const io::PointErrors after = io::point_errors(io::displace_points(l.fixed.points, u, grid, p.fixed_points), l.moving.points);
-  out["after"] = error_summary(after);
-  out["per_point_mm"] = nlohmann::json::array();
-  for (size_t i = 0; i < after.distances.size(); ++i) {
-    out["per_point_mm"].push_back({{"before", before.distances[i]}, {"after", after.distances[i]}});
-  }
-  return out;
-}
-
-nlohmann::json evaluate(const EvaluateParams& p) {
-  nlohmann::json out;
-  at::Tensor u;
-  io::Geometry grid;
-  if (!p.field.empty()) u = io::read_displacement_field(p.field, &grid);
-  if (!p.fixed_points.empty()) out["tre"] = point_errors(p, u, grid);
-  if (p.fixed_labels.empty()) {
-    if (u.defined()) {
-      const auto j = registration::jacobian_stats(u);
-      out["non_positive_jacobian_percent"] = j.non_positive_percent;
-      out["log_jacobian_std"] = j.log_std;
-    }
-    return out;
-  }
-  const io::Volume a = io::read_volume(p.fixed_labels, io::PixelKind::Labels);
-  const io::Volume b = io::read_volume(p.warped_labels, io::PixelKind::Labels);
-  if (!io::same_grid(a.geometry, b.geometry)) {
-    throw io::IoError(p.warped_labels + ": not on the grid of " + p.fixed_labels +
-                      " (apply the field with autoreg apply --interpolation nearest first)");
-  }
-  const auto& s = a.geometry.spacing;
-  const std::array<double, 3> spacing_dhw = {s[2], s[1], s[0]};
-  const std::vector<int64_t> labels =
-      p.labels.empty() ? registration::labels_present(a.data, b.data) : parse_labels(p.labels);
-  out["labels"] = nlohmann::json::array();
-  double dice_sum = 0, hd_sum = 0;
-  int hd_count = 0;
-  for (int64_t l : labels) {
-    const double d = registration::dice(a.data, b.data, l);
-    const double h = registration::hd95(a.data, b.data, l, spacing_dhw);
-    dice_sum += d;
-    if (!std::isnan(h)) {
-      hd_sum += h;
-      ++hd_count;
-    }
-    out["labels"].push_back({{"label", l}, {"dice", d}, {"hd95_mm", number(h)}});
-  }
-  out["mean_dice"] = labels.empty() ? nlohmann::json(nullptr) : nlohmann::json(dice_sum / labels.size());
-  out["mean_hd95_mm"] = hd_count ? nlohmann::json(hd_sum / hd_count) : nlohmann::json(nullptr);
-  if (u.defined()) {
-    if (!io::same_grid(grid, a.geometry)) {
-      throw io::IoError(p.field + ": the field's grid differs from " + p.fixed_labels + "'s");
-    }
-    const auto j = registration::jacobian_stats(u);
-    out["non_positive_jacobian_percent"] = j.non_positive_percent;
-    out["log_jacobian_std"] = j.log_std;
-  }
-  return out;
-}
 
 void print_points(const nlohmann::json& t, const std::string& format) {
   if (format == "csv") {
@@ -180,11 +93,15 @@ int run_evaluate(int argc, char** argv) {
   }
   if (csv.isSet() && fixed.isSet() && fixed_points.isSet()) throw UsageError("--csv prints one table: labels or points, not both");
   if (csv.isSet() && fixed_points.isSet() && !field.isSet()) throw UsageError("--csv of points needs --field (the errors after)");
-  EvaluateParams p{fixed.getValue(), warped.getValue(), field.getValue(), labels.getValue(),
-                   json.isSet() ? "json" : (csv.isSet() ? "csv" : "text"), fixed_points.getValue(), moving_points.getValue(), {}};
-  if (!p.labels.empty()) parse_labels(p.labels);  // usage errors before any reading
-  p.point_options = point_index.options();
-  print(evaluate(p), p.format);
+  pipeline::EvaluateJob job;
+  job.fixed_labels = fixed.getValue();
+  job.warped_labels = warped.getValue();
+  job.field = field.getValue();
+  if (!labels.getValue().empty()) job.labels = parse_int_list("--labels", labels.getValue());  // usage errors before any reading
+  job.fixed_points = fixed_points.getValue();
+  job.moving_points = moving_points.getValue();
+  job.point_options = point_index.options();
+  print(pipeline::evaluate_files(job), json.isSet() ? "json" : (csv.isSet() ? "csv" : "text"));
   return kOk;
 }
 

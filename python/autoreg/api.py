@@ -89,33 +89,31 @@ def apply_points(points, field) -> np.ndarray:
     return _autoreg.move_points(_points(points), u.array, u.geometry())
 
 
-def evaluate(*, field=None, fixed_labels=None, warped_labels=None, fixed_points=None, moving_points=None) -> dict:
-    """What ``autoreg evaluate`` reports: the field's folding and log-Jacobian spread, the
-    Dice of each label both maps hold (and their mean), the landmarks' TRE (mm) after the
-    field (fixed points carried into the moving image) and before."""
-    out: dict = {}
-    if field is not None:
-        u = to_field(field)
-        out.update(_autoreg.jacobian(u.array, u.geometry()))
+def evaluate(*, field=None, fixed_labels=None, warped_labels=None, fixed_points=None, moving_points=None,
+             labels=None) -> dict:
+    """What ``autoreg evaluate --json`` reports, computed by the same code, with the same
+    keys: with label maps (on one grid), ``labels`` (a list of ``{"label", "dice",
+    "hd95_mm"}``, HD95 in mm, None for a label one map lacks), ``mean_dice`` and
+    ``mean_hd95_mm``; with a field, ``non_positive_jacobian_percent`` and
+    ``log_jacobian_std``; with landmarks (N×3, LPS mm, the same points in the same order),
+    ``tre``: ``points``, ``before`` and, with a field, ``after`` (each ``mean_mm``,
+    ``median_mm``, ``p95_mm``, ``max_mm``) and ``per_point_mm``. ``labels``: the labels
+    to score (default: every label either map holds but 0)."""
     if (fixed_labels is None) != (warped_labels is None):
         raise ValueError("fixed_labels and warped_labels go together")
-    if fixed_labels is not None:
-        dice = _autoreg.dice(to_image(fixed_labels, np.int32).array, to_image(warped_labels, np.int32).array)
-        out["dice"] = dice
-        out["mean_dice"] = float(np.mean(list(dice.values()))) if dice else float("nan")
     if (fixed_points is None) != (moving_points is None):
         raise ValueError("fixed_points and moving_points go together")
-    if fixed_points is not None:
-        a, b = _points(fixed_points), _points(moving_points)
-        if len(a) != len(b):
-            raise ValueError("fixed_points and moving_points hold different numbers of points")
-        before = np.linalg.norm(a - b, axis=1)
-        out["tre_before_mm"] = float(before.mean())
-        if field is not None:
-            after = np.linalg.norm(apply_points(a, field) - b, axis=1)
-            out["tre"] = {"mean_mm": float(after.mean()), "median_mm": float(np.median(after)),
-                          "max_mm": float(after.max())}
-    return out
+    if fixed_labels is None and fixed_points is None and field is None:
+        raise ValueError("nothing to evaluate: give label maps, landmarks or a field")
+    a = to_image(fixed_labels, np.int32) if fixed_labels is not None else None
+    b = to_image(warped_labels, np.int32) if warped_labels is not None else None
+    u = to_field(field) if field is not None else None
+    def parts(image):
+        return (None, None) if image is None else (image.array, image.geometry())
+
+    report = _autoreg.evaluate_arrays(*parts(a), *parts(b), [int(v) for v in (labels or [])], *parts(u),
+                                      _points(fixed_points), _points(moving_points))
+    return json.loads(report)
 
 
 def model_inputs(fixed, moving, model: str = "default", affine=None) -> dict:

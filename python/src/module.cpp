@@ -16,6 +16,7 @@
 #include "autoreg/io/mapped.h"
 #include "autoreg/io/points.h"
 #include "autoreg/pipeline/default_model.h"
+#include "autoreg/pipeline/evaluate_job.h"
 #include "autoreg/pipeline/frame.h"
 #include "autoreg/pipeline/register_job.h"
 #include "autoreg/pipeline/registration_settings.h"
@@ -202,21 +203,34 @@ py::array_t<double> move_points(const py::array_t<double, py::array::c_style | p
   return out;
 }
 
-py::dict jacobian(const FloatArray& field, const py::dict& grid_geometry) {
-  const io::Geometry grid = geometry_of(grid_geometry, {field.shape(0), field.shape(1), field.shape(2)});
-  const auto j = registration::jacobian_stats(field_voxels(field, grid));
-  py::dict d;
-  d["non_positive_jacobian_percent"] = j.non_positive_percent;
-  d["log_jacobian_std"] = j.log_std;
-  return d;
-}
-
-py::dict dice(const LabelArray& a, const LabelArray& b) {
-  const at::Tensor ta = tensor_of<int32_t>(a, "labels"), tb = tensor_of<int32_t>(b, "labels");
-  if (!ta.sizes().equals(tb.sizes())) throw io::IoError("the two label maps have different shapes");
-  py::dict d;
-  for (int64_t label : registration::labels_present(ta, tb)) d[py::int_(label)] = registration::dice(ta, tb, label);
-  return d;
+// `autoreg evaluate`'s report (pipeline::evaluate) on arrays, as its JSON text: label
+// maps with their geometries, the labels scored, a field with its grid's geometry, point
+// sets (N×3, LPS mm); each None where not given.
+std::string evaluate_arrays(const py::object& fixed_labels, const py::object& fixed_geometry,
+                            const py::object& warped_labels, const py::object& warped_geometry,
+                            const std::vector<int64_t>& labels, const py::object& field, const py::object& field_geometry,
+                            const py::object& fixed_points, const py::object& moving_points) {
+  pipeline::EvaluateInputs in;
+  in.labels = labels;
+  if (!fixed_labels.is_none() && !warped_labels.is_none()) {
+    in.fixed_labels = volume_of<int32_t>(py::cast<LabelArray>(fixed_labels), py::cast<py::dict>(fixed_geometry), "fixed_labels");
+    in.warped_labels = volume_of<int32_t>(py::cast<LabelArray>(warped_labels), py::cast<py::dict>(warped_geometry), "warped_labels");
+    in.fixed_labels_name = "fixed_labels";
+    in.warped_labels_name = "warped_labels";
+  }
+  if (!field.is_none()) {
+    const auto f = py::cast<FloatArray>(field);
+    in.field_grid = geometry_of(py::cast<py::dict>(field_geometry), {f.shape(0), f.shape(1), f.shape(2)});
+    in.field = field_voxels(f, in.field_grid);
+    in.field_name = "field";
+  }
+  if (!fixed_points.is_none() && !moving_points.is_none()) {
+    using Points = py::array_t<double, py::array::c_style | py::array::forcecast>;
+    in.fixed_points = points_of(py::cast<Points>(fixed_points));
+    in.moving_points = points_of(py::cast<Points>(moving_points));
+    in.points_name = "fixed_points";
+  }
+  return pipeline::evaluate(in).dump();
 }
 
 uint64_t fnv1a(const py::bytes& data, uint64_t h) {
@@ -266,8 +280,7 @@ PYBIND11_MODULE(_autoreg, m) {
   m.def("model_inputs", &model_inputs);
   m.def("apply_field", &apply_field);
   m.def("move_points", &move_points);
-  m.def("jacobian", &jacobian);
-  m.def("dice", &dice);
+  m.def("evaluate_arrays", &evaluate_arrays);
   m.def("fnv1a", &fnv1a);
   m.def("presets", [] {
     py::dict d;

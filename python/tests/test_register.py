@@ -113,7 +113,37 @@ def test_apply_and_evaluate_agree_with_register(pair_files):
     fixed_labels = sitk.ReadImage(str(pair_files["fixed_labels"]))
     e = autoreg.evaluate(field=r.field, fixed_labels=fixed_labels, warped_labels=warped_labels)
     assert e["non_positive_jacobian_percent"] == r.summary["non_positive_jacobian_percent"]
-    assert set(e["dice"]) == {1, 2} and e["mean_dice"] > 0.7
+    assert {row["label"] for row in e["labels"]} == {1, 2} and e["mean_dice"] > 0.7
+
+
+def test_evaluate_gives_the_command_lines_report(pair_files, tmp_path):
+    import SimpleITK as sitk
+
+    f, m = (sitk.ReadImage(str(pair_files[k])) for k in ("fixed", "moving"))
+    labels = sitk.ReadImage(str(pair_files["moving_labels"]))
+    r = autoreg.register(f, m, moving_labels=labels, **KEYWORDS)
+    sitk.WriteImage(r.warped_labels, str(tmp_path / "warped_labels.nii.gz"))
+    sitk.WriteImage(r.field, str(tmp_path / "field.nii.gz"))
+    index = [(16, 13, 12), (10, 10, 10), (8, 14, 9)]
+    fixed_points = np.array([f.TransformContinuousIndexToPhysicalPoint(i) for i in index])
+    moving_points = fixed_points + [[1.0, -0.5, 0.25]] * len(index)
+    np.savetxt(tmp_path / "fixed.csv", fixed_points, delimiter=",", header="x,y,z", comments="")
+    np.savetxt(tmp_path / "moving.csv", moving_points, delimiter=",", header="x,y,z", comments="")
+    cli = json.loads(run_cli("evaluate", "--json", "--fixed-labels", pair_files["fixed_labels"], "--warped-labels",
+                             tmp_path / "warped_labels.nii.gz", "--field", tmp_path / "field.nii.gz").stdout)
+    e = autoreg.evaluate(field=r.field, fixed_labels=sitk.ReadImage(str(pair_files["fixed_labels"])),
+                         warped_labels=r.warped_labels)
+    assert e.keys() == cli.keys() and "mean_hd95_mm" in e
+    assert [row.keys() for row in e["labels"]] == [row.keys() for row in cli["labels"]]
+    for k in ("mean_dice", "mean_hd95_mm", "non_positive_jacobian_percent", "log_jacobian_std"):
+        assert e[k] == pytest.approx(cli[k], rel=1e-6), k
+    cli = json.loads(run_cli("evaluate", "--json", "--fixed-points", tmp_path / "fixed.csv", "--moving-points",
+                             tmp_path / "moving.csv", "--field", tmp_path / "field.nii.gz").stdout)
+    e = autoreg.evaluate(field=r.field, fixed_points=fixed_points, moving_points=moving_points)
+    assert e.keys() == cli.keys() and e["tre"].keys() == cli["tre"].keys()
+    for when in ("before", "after"):
+        for k, v in cli["tre"][when].items():
+            assert e["tre"][when][k] == pytest.approx(v, abs=1e-6)
 
 
 def test_points_move_through_the_field(pair_files):
