@@ -8,13 +8,14 @@ For each pair: no registration, autoreg affine only, autoreg affine + deformable
 time per stage from `register --json`)
 and, when the Debian `elastix` package is installed, elastix with a standard affine +
 B-spline parameter set (Mattes mutual information, 4 resolutions, adaptive stochastic
-gradient descent) and transformix for the labels. Reports mean Dice over the pair's
+gradient descent) and transformix for the labels; with --ants, ANTsPy's
+registration(type_of_transform='SyN') (`pip install antspyx`). Reports mean Dice over the pair's
 labels, wall time and peak memory (of that process alone) side by side, as a Markdown
 table and as JSON lines.
 
   bench/register_e2e.py [--pairs oasis,fs01,vxm01 | --manifest M.csv [--split test]]
                         [--modes none,affine,full] [--model-files NAME=FILE,...]
-                        [--threads 2] [--out DIR] [--no-elastix] [--labels L,...]
+                        [--threads 2] [--out DIR] [--no-elastix] [--ants] [--labels L,...]
 
 With --manifest, the pairs are every ordered pair (both directions) of the manifest's
 subjects in --split (rows with an image and labels), scored over the labels of both
@@ -182,6 +183,39 @@ def run_elastix(name, pair, out, threads):
             "seconds": wall, "peak_mib": mib}
 
 
+ANTS_SYN = """
+import sys, ants
+fixed, moving, moving_labels, out = sys.argv[1:5]
+f = ants.image_read(fixed)
+reg = ants.registration(fixed=f, moving=ants.image_read(moving), type_of_transform="SyN")
+labels = ants.apply_transforms(fixed=f, moving=ants.image_read(moving_labels), transformlist=reg["fwdtransforms"],
+                               interpolator="genericLabel")
+ants.image_write(labels, out)
+"""
+
+
+def run_ants(name, pair, out, threads):
+    """ANTsPy's registration(type_of_transform='SyN') (its defaults: affine, then SyN with
+    mutual information), the labels through its transforms; one process, so that its wall
+    time and peak memory are its own."""
+    fixed, fixed_labels, moving, moving_labels, labels, extra = pair
+    if "--moving-orientation" in extra:
+        sys.exit("register_e2e: --ants reads the headers as they are; not for pairs with --moving-orientation")
+    d = out / f"{name}-ants"
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "labels.nii.gz").unlink(missing_ok=True)
+    env = dict(os.environ, ITK_GLOBAL_DEFAULT_NUMBER_OF_THREADS=str(threads))
+    start = time.monotonic()
+    with open(d / "log.txt", "w") as log:
+        proc = subprocess.Popen([sys.executable, "-c", ANTS_SYN, DATA / fixed, DATA / moving, DATA / moving_labels,
+                                 d / "labels.nii.gz"], stdout=log, stderr=subprocess.STDOUT, env=env)
+        _, status, usage = os.wait4(proc.pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        sys.exit(f"register_e2e: ANTsPy failed ({d / 'log.txt'}; pip install antspyx)")
+    return {"pair": name, "method": "ANTsPy SyN", "dice": dice(DATA / fixed_labels, d / "labels.nii.gz", labels),
+            "seconds": time.monotonic() - start, "peak_mib": usage.ru_maxrss / 1024.0}
+
+
 def manifest_pairs(path, split, labels=None):
     """Every ordered pair of the split's labelled subjects, as PAIRS entries."""
     import csv
@@ -208,6 +242,8 @@ def main():
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--out", default="bench-e2e")
     ap.add_argument("--no-elastix", action="store_true")
+    ap.add_argument("--ants", action="store_true",
+                    help="also ANTsPy's SyN (pip install antspyx; minutes a pair), labels by genericLabel")
     ap.add_argument("--refine", type=int, default=10, help="K of the *-refine modes (default 10)")
     ap.add_argument("--labels", help="with --manifest: score over these labels (e.g. 2,4,17) instead of both maps'")
     ap.add_argument("--skip-done", action="store_true",
@@ -225,6 +261,7 @@ def main():
     pairs = manifest_pairs(args.manifest, args.split, args.labels) if args.manifest else {n: PAIRS[n] for n in args.pairs.split(",")}
     rows = []
     jsonl = out.parent / (out.name + ".jsonl") if out.name else Path("bench-e2e.jsonl")
+    jsonl.parent.mkdir(parents=True, exist_ok=True)
     done = set()
     if args.skip_done and jsonl.exists():
         done = {(r["pair"], r["method"]) for r in map(json.loads, open(jsonl))}
@@ -232,8 +269,10 @@ def main():
         for name, pair in pairs.items():
             jobs = [lambda m=m: run_autoreg(name, pair, out, args.threads, m, model_files, args.refine)
                     for m in args.modes.split(",") if (name, f"autoreg {m}") not in done]
-            if elastix:
+            if elastix and (name, "elastix affine+bspline") not in done:
                 jobs.append(lambda: run_elastix(name, pair, out, args.threads))
+            if args.ants and (name, "ANTsPy SyN") not in done:
+                jobs.append(lambda: run_ants(name, pair, out, args.threads))
             for job in jobs:
                 row = job()
                 row["threads"] = args.threads
