@@ -8,16 +8,10 @@
 // (scripts/device-check.sh). Test rows are left out.
 #include <tclap/CmdLine.h>
 
-#include <ATen/Parallel.h>
-
 #include <cstdio>
-#include <filesystem>
 #include <string>
 
-#include "autoreg/io/manifest.h"
-#include "autoreg/io/volume.h"
-#include "autoreg/pipeline/dataset.h"
-#include "autoreg/registration/training_set_file.h"
+#include "autoreg/pipeline/pack_job.h"
 #include "common_args.h"
 #include "exit_codes.h"
 #include "options.h"
@@ -38,44 +32,22 @@ int run_pack(int argc, char** argv) {
   cmd.setExceptionHandling(false);
   cmd.parse(argc, argv);
 
-  const std::string out_path = out.getValue(), manifest_path = manifest.getValue();
-  refuse_overwrite({&out_path}, {&manifest_path});
-  io::check_output(out_path);
-  if (!(spacing.getValue() > 0)) throw UsageError("--spacing must be > 0");
-  if (!(max_unreadable.getValue() >= 0 && max_unreadable.getValue() < 1)) throw UsageError("--max-unreadable must be in [0, 1)");
-  registration::ModelInfo info;
-  info.network.kind = unet.getValue() ? "unet" : "autoreg";
-  info.spacing = {spacing.getValue(), spacing.getValue(), spacing.getValue()};
-  info.grid = grid.isSet() ? parse_grid(grid.getValue()) : std::array<int64_t, 3>{0, 0, 0};
-  const int64_t multiple = unet.getValue() ? 16 : 4;
-  for (int64_t size : info.grid) {
-    if (size % multiple != 0) {
-      throw UsageError("--grid: the " + info.network.kind + " network needs sizes that are multiples of " + std::to_string(multiple));
-    }
-  }
+  pipeline::PackJob job;
+  job.manifest = manifest.getValue();
+  job.out = out.getValue();
+  refuse_overwrite({&job.out}, {&job.manifest});
+  if (grid.isSet()) job.grid = parse_grid(grid.getValue());
+  job.spacing = spacing.getValue();
+  job.unet = unet.getValue();
+  job.cache = cache.getValue();
+  job.max_unreadable = max_unreadable.getValue();
+  job.progress = [](const std::string& line) { std::fprintf(stderr, "preprocess: %s\n", line.c_str()); };
+  pipeline::validate(job);  // usage errors before any work
   threads.apply();
-
-  const io::Manifest rows = io::read_manifest(manifest_path);
-  pipeline::DatasetOptions dataset;
-  dataset.cache_dir = cache.isSet() ? cache.getValue() : out_path + ".cache";
-  dataset.max_unreadable_fraction = max_unreadable.getValue();
-  dataset.progress = [](const std::string& line) { std::fprintf(stderr, "preprocess: %s\n", line.c_str()); };
-  registration::TrainingSet data;
-  try {
-    data = pipeline::load_training_set(rows, info, multiple, dataset);
-  } catch (const std::invalid_argument& e) {
-    throw io::IoError(e.what());
-  }
-  try {
-    registration::write_training_set(out_path, data, info);
-  } catch (const std::invalid_argument& e) {
-    throw io::IoError(manifest_path + ": " + e.what());
-  }
-  std::error_code ec;
-  const auto bytes = std::filesystem::file_size(out_path, ec);
+  const pipeline::PackResult r = pipeline::pack(job);
   std::fprintf(stderr, "wrote %s: %zu training, %zu validation subjects%s on %ldx%ldx%ld at %g mm (%.1f MB)\n",
-               out_path.c_str(), data.train.size(), data.validation.size(), data.atlas ? " and an atlas" : "",
-               long(info.grid[0]), long(info.grid[1]), long(info.grid[2]), info.spacing[0], ec ? 0.0 : double(bytes) / 1e6);
+               job.out.c_str(), r.train, r.validation, r.atlas ? " and an atlas" : "", long(r.grid[0]), long(r.grid[1]),
+               long(r.grid[2]), r.spacing, double(r.bytes) / 1e6);
   return kOk;
 }
 

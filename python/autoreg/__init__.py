@@ -18,7 +18,7 @@ from .model_file import ModelFileError
 ops.load()
 
 from ._autoreg import InputError, SettingsError  # noqa: E402
-from .api import Registration, apply, apply_points, evaluate, model_inputs, presets, register  # noqa: E402
+from .api import Registration, apply, apply_points, evaluate, model_inputs, pack, presets, register  # noqa: E402
 from .images import Image  # noqa: E402
 from .network import ModelInfo, RegistrationModel, default_model_path, load_model, save_model  # noqa: E402
 
@@ -26,7 +26,7 @@ __version__ = "0.1.0"
 
 __all__ = ["Image", "InputError", "ModelFileError", "ModelInfo", "Registration", "RegistrationModel", "SettingsError",
            "apply", "apply_points", "default_model_path", "evaluate", "export_onnx", "load_model", "model_inputs", "ops",
-           "presets", "register", "save_model"]
+           "pack", "presets", "register", "save_model"]
 
 
 def export_onnx(*args, **kwargs):

@@ -129,6 +129,18 @@ def model_inputs(fixed, moving, model: str = "default", affine=None) -> dict:
     return {"fixed": torch.from_numpy(r["fixed"]), "moving": torch.from_numpy(r["moving"]), "frame": r["frame"]}
 
 
+def pack(manifest, out, *, grid=None, spacing: float = 2.0, unet: bool = False, cache=None,
+         max_unreadable: float = 0.0) -> dict:
+    """A manifest's train, val and atlas rows preprocessed as training does and written
+    as one training set file ``out``, as ``autoreg pack`` does (the same library job):
+    ``grid`` (D, H, W) at ``spacing`` mm, default the reference's foreground box + 8 mm;
+    ``unet``: sizes multiples of 16; ``cache``: the preprocessed volumes' folder (default
+    ``out + ".cache"``). Returns the counts of training and validation subjects, whether
+    an atlas is in it, the grid, the spacing and the file's size in bytes."""
+    return _autoreg.pack(os.fspath(manifest), os.fspath(out), None if grid is None else [int(g) for g in grid],
+                         float(spacing), bool(unet), "" if cache is None else os.fspath(cache), float(max_unreadable))
+
+
 def presets() -> dict:
     """The named settings of ``preset=`` and what each is for."""
     return _autoreg.presets()

@@ -17,6 +17,7 @@
 #include "autoreg/io/points.h"
 #include "autoreg/pipeline/default_model.h"
 #include "autoreg/pipeline/evaluate_job.h"
+#include "autoreg/pipeline/pack_job.h"
 #include "autoreg/pipeline/frame.h"
 #include "autoreg/pipeline/register_job.h"
 #include "autoreg/pipeline/registration_settings.h"
@@ -233,6 +234,33 @@ std::string evaluate_arrays(const py::object& fixed_labels, const py::object& fi
   return pipeline::evaluate(in).dump();
 }
 
+// `autoreg pack`'s job: a manifest preprocessed into one training set file.
+py::dict pack(const std::string& manifest, const std::string& out, const py::object& grid, double spacing, bool unet,
+              const std::string& cache, double max_unreadable) {
+  pipeline::PackJob job;
+  job.manifest = manifest;
+  job.out = out;
+  if (!grid.is_none()) {
+    const auto g = py::cast<std::vector<int64_t>>(grid);
+    if (g.size() != 3) throw base::UsageError("--grid: three sizes D, H, W");
+    job.grid = std::array<int64_t, 3>{g[0], g[1], g[2]};
+  }
+  job.spacing = spacing;
+  job.unet = unet;
+  job.cache = cache;
+  job.max_unreadable = max_unreadable;
+  pipeline::validate(job);
+  const pipeline::PackResult r = pipeline::pack(job);
+  py::dict d;
+  d["train"] = r.train;
+  d["validation"] = r.validation;
+  d["atlas"] = r.atlas;
+  d["grid"] = py::make_tuple(r.grid[0], r.grid[1], r.grid[2]);
+  d["spacing"] = r.spacing;
+  d["bytes"] = r.bytes;
+  return d;
+}
+
 uint64_t fnv1a(const py::bytes& data, uint64_t h) {
   const std::string_view s = data;
   for (const char c : s) {
@@ -281,6 +309,7 @@ PYBIND11_MODULE(_autoreg, m) {
   m.def("apply_field", &apply_field);
   m.def("move_points", &move_points);
   m.def("evaluate_arrays", &evaluate_arrays);
+  m.def("pack", &pack);
   m.def("fnv1a", &fnv1a);
   m.def("presets", [] {
     py::dict d;

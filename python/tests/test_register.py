@@ -196,3 +196,23 @@ def test_progress_is_reported(pair_files):
     autoreg.register(f, m, progress=lambda stage, level, step, steps, loss: seen.append((stage, level, step, steps)),
                      **KEYWORDS)
     assert ("affine", 0, 0, 30) in seen and ("deformable", 1, 9, 10) in seen
+
+
+def test_pack_writes_the_command_lines_training_set(pair_files, tmp_path):
+    import shutil
+
+    third, third_labels = tmp_path / "third.nii.gz", tmp_path / "third_labels.nii.gz"
+    shutil.copy(pair_files["moving"], third)
+    shutil.copy(pair_files["moving_labels"], third_labels)
+    manifest = tmp_path / "subjects.csv"
+    manifest.write_text("image,labels,split\n"
+                        f"{pair_files['fixed']},{pair_files['fixed_labels']},train\n"
+                        f"{pair_files['moving']},{pair_files['moving_labels']},train\n"
+                        f"{third},{third_labels},val\n")
+    run_cli("pack", "--manifest", manifest, "--out", tmp_path / "cli.trainset", "--grid", "16x16x16", "--threads", "2")
+    r = autoreg.pack(manifest, tmp_path / "python.trainset", grid=(16, 16, 16))
+    assert (r["train"], r["validation"], r["atlas"], r["grid"], r["spacing"]) == (2, 1, False, (16, 16, 16), 2.0)
+    assert r["bytes"] == (tmp_path / "python.trainset").stat().st_size > 0
+    assert (tmp_path / "python.trainset").read_bytes() == (tmp_path / "cli.trainset").read_bytes()
+    with pytest.raises(autoreg.SettingsError, match="--spacing"):
+        autoreg.pack(manifest, tmp_path / "bad.trainset", spacing=0)
