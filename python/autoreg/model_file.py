@@ -1,5 +1,12 @@
 """Reading and writing autoreg model files (``.autoreg``), written from docs/formats.md.
 
+Kept on purpose as a second reader, independent of the C++ one
+(registration/networks/src/model_file.cpp): it is the executable form of the format's
+specification, and python/tests/test_model_file.py holds the two together (the default
+model, written by the C++ writer, is read here and written again byte for byte; damaged
+files are refused with the C++ reader's messages), so a change to the format that the
+document does not describe fails there.
+
 A model file is a text header (``AUTOREG MODEL``, ``format N``, ``key value`` fields, one
 ``tensor`` line per weight, ``checksum``, ``data``) followed by the weights,
 little-endian, in the order of the tensor lines. The checksum is FNV-1a 64 of the header
