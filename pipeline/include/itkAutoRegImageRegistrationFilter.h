@@ -8,12 +8,26 @@
 #include <itkImageToImageFilter.h>
 #include <itkVector.h>
 
+#include <array>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "autoreg/pipeline/registration_settings.h"
+
+// A setting of the filter's RegistrationSettings with its Set/Get: the comparison and
+// Modified() of itkSetMacro without its debug message, which streams the value (a
+// std::vector has no operator<<: the macro failed to compile wherever NDEBUG was not
+// defined, a user's Debug build).
+#define autoregFilterSettingMacro(name, type, field) \
+  virtual void Set##name(const type& value) {        \
+    if (m_Settings.field == value) return;           \
+    m_Settings.field = value;                        \
+    this->Modified();                                \
+  }                                                  \
+  virtual const type& Get##name() const { return m_Settings.field; }
 
 namespace itk {
 
@@ -91,12 +105,10 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
 
   /** A trained model (an .autoreg file from `autoreg train`), or "default" for the model
    * shipped with autoreg. Default: "" (no model: instance optimisation). */
-  itkSetMacro(ModelFileName, std::string);
-  itkGetConstReferenceMacro(ModelFileName, std::string);
+  autoregFilterSettingMacro(ModelFileName, std::string, model);
 
   /** "cpu" or "cuda". Default: "cpu". */
-  itkSetMacro(Device, std::string);
-  itkGetConstReferenceMacro(Device, std::string);
+  autoregFilterSettingMacro(Device, std::string, device);
 
   /** Named settings for an anatomy and motion, as `autoreg register --preset`: "brain"
    * (the defaults), "breathing" (the same patient's frames across breathing) or "ct-cbct"
@@ -105,75 +117,97 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
    * the step, full resolution); setters called after it override them. An unknown name
    * throws itk::ExceptionObject listing the known ones. Default: "brain". */
   void SetPreset(const std::string& name);
-  itkGetConstReferenceMacro(Preset, std::string);
+  virtual const std::string& GetPreset() const { return m_Settings.preset; }
 
   /** Instance optimisation steps per pyramid level, coarse to fine, the last at 1/2
    * resolution and each before it halving again (without a model; 1 to 6 levels).
-   * Default: [70, 20]. Written out rather than by itkSetMacro, whose debug message
-   * streams the value: a std::vector has no operator<<, so the macro failed to compile
-   * wherever NDEBUG is not defined (a user's Debug build). */
-  virtual void SetNumberOfIterations(const LevelIterationsType& iterations) {
-    if (m_NumberOfIterations == iterations) return;
-    m_NumberOfIterations = iterations;
-    this->Modified();
-  }
-  itkGetConstReferenceMacro(NumberOfIterations, LevelIterationsType);
+   * Default: [70, 20]. */
+  autoregFilterSettingMacro(NumberOfIterations, LevelIterationsType, iterations);
 
   /** Affine pre-alignment steps at 4 mm and at 2 mm. Default: [150, 100]. */
-  itkSetMacro(AffineNumberOfIterations, IterationsType);
-  itkGetConstReferenceMacro(AffineNumberOfIterations, IterationsType);
+  virtual void SetAffineNumberOfIterations(const IterationsType& steps) {
+    if (steps[0] == m_Settings.affine_iterations[0] && steps[1] == m_Settings.affine_iterations[1]) return;
+    m_Settings.affine_iterations = {steps[0], steps[1]};
+    this->Modified();
+  }
+  virtual IterationsType GetAffineNumberOfIterations() const {
+    IterationsType steps;
+    steps[0] = m_Settings.affine_iterations[0];
+    steps[1] = m_Settings.affine_iterations[1];
+    return steps;
+  }
 
   /** With a model: steps of instance optimisation refining the network's field.
    * Default: 0. */
-  itkSetMacro(NumberOfRefinementIterations, unsigned int);
-  itkGetConstMacro(NumberOfRefinementIterations, unsigned int);
+  autoregFilterSettingMacro(NumberOfRefinementIterations, unsigned int, refine);
 
   /** Image similarity: "ncc" (local normalised cross-correlation), "mse", or "mind"
    * (MIND-SSC, for images of different modalities). Default: "ncc". */
-  itkSetMacro(Similarity, std::string);
-  itkGetConstReferenceMacro(Similarity, std::string);
+  autoregFilterSettingMacro(Similarity, std::string, similarity);
 
   /** The smoothness term of instance optimisation: "diffusion" (smooth everywhere,
    * brains) or "tv" (total variation: lets organs slide). Default: "diffusion". */
-  itkSetMacro(Regularizer, std::string);
-  itkGetConstReferenceMacro(Regularizer, std::string);
+  autoregFilterSettingMacro(Regularizer, std::string, regularizer);
 
   /** Weight of the smoothness term of instance optimisation. Default: 1. */
-  itkSetMacro(Regularization, double);
-  itkGetConstMacro(Regularization, double);
+  autoregFilterSettingMacro(Regularization, double, regularization);
 
   /** Instance optimisation's Adam step, in half-resolution voxels of the finest axis.
    * Default: 0.15 (0.4 for breathing motion, as `--preset breathing`). */
-  itkSetMacro(LearningRate, double);
-  itkGetConstMacro(LearningRate, double);
+  autoregFilterSettingMacro(LearningRate, double, learning_rate);
+
+  /** Instance optimisation's local NCC window in mm along each axis, the same
+   * neighbourhood at every level and on thick slices, as `--ncc-window`. Default: 0 (5
+   * voxels of each level's grid, 7 at the finest). */
+  autoregFilterSettingMacro(NccWindow, double, ncc_window_mm);
+
+  /** The intensities mapped to 0 and 1 (clipped beyond) in both images, as
+   * `--intensity-window LO,HI` (e.g. [-1000, 1000] for CT in HU); LO < HI, checked by
+   * Update(). Default: automatic (a CT gets [-1000, 1000], anything else its 0.5th and
+   * 99.5th percentiles): UseAutomaticIntensityWindow() returns to it. */
+  using IntensityWindowType = FixedArray<double, 2>;
+  virtual void SetIntensityWindow(const IntensityWindowType& window) {
+    const std::array<double, 2> w{window[0], window[1]};
+    if (m_Settings.intensity_window == w) return;
+    m_Settings.intensity_window = w;
+    this->Modified();
+  }
+  /** The window set, or [NaN, NaN] when automatic. */
+  virtual IntensityWindowType GetIntensityWindow() const {
+    IntensityWindowType w;
+    w[0] = m_Settings.intensity_window ? (*m_Settings.intensity_window)[0] : std::nan("");
+    w[1] = m_Settings.intensity_window ? (*m_Settings.intensity_window)[1] : std::nan("");
+    return w;
+  }
+  virtual void UseAutomaticIntensityWindow() {
+    if (!m_Settings.intensity_window) return;
+    m_Settings.intensity_window.reset();
+    this->Modified();
+  }
+  virtual bool GetUseAutomaticIntensityWindow() const { return !m_Settings.intensity_window; }
 
   /** The finest level compares the images at full resolution (the field stays on the
    * half-resolution grid): finer detail at about twice the time. Default: Off. */
-  itkSetMacro(UseFullResolution, bool);
-  itkGetConstMacro(UseFullResolution, bool);
+  autoregFilterSettingMacro(UseFullResolution, bool, full_resolution);
   itkBooleanMacro(UseFullResolution);
 
   /** Each pyramid level before the finest compares the images of the level this many
    * levels finer, its field on its own grid: coarse levels that follow centimetres of
    * motion by fine structure. Default: 0 (2 for breathing motion, as `--preset
    * breathing`). */
-  itkSetMacro(CompareFiner, unsigned int);
-  itkGetConstMacro(CompareFiner, unsigned int);
+  autoregFilterSettingMacro(CompareFiner, unsigned int, compare_finer);
 
   /** Rigid pre-alignment (6 degrees of freedom) instead of affine (12): the same
    * patient's scans. Default: Off. */
-  itkSetMacro(UseRigid, bool);
-  itkGetConstMacro(UseRigid, bool);
+  autoregFilterSettingMacro(UseRigid, bool, rigid);
   itkBooleanMacro(UseRigid);
 
   /** The affine pre-alignment (Off: the images are already aligned). Default: On. */
-  itkSetMacro(UseAffine, bool);
-  itkGetConstMacro(UseAffine, bool);
+  autoregFilterSettingMacro(UseAffine, bool, affine);
   itkBooleanMacro(UseAffine);
 
   /** The deformable stage (Off: affine only). Default: On. */
-  itkSetMacro(UseDeformable, bool);
-  itkGetConstMacro(UseDeformable, bool);
+  autoregFilterSettingMacro(UseDeformable, bool, deformable);
   itkBooleanMacro(UseDeformable);
 
   /** What lies outside a scan's field of view, which no similarity compares: "auto" (a
@@ -187,12 +221,10 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   /** Before instance optimisation, a discrete search of every displacement up to this
    * many mm along each axis (as `autoreg register --discrete MM`): motion larger than the
    * pyramid follows from zero. Default: 0 (none). */
-  itkSetMacro(DiscreteSearchRadius, double);
-  itkGetConstMacro(DiscreteSearchRadius, double);
+  autoregFilterSettingMacro(DiscreteSearchRadius, double, discrete_mm);
 
   /** Random seed of instance optimisation. Default: 0. */
-  itkSetMacro(Seed, uint64_t);
-  itkGetConstMacro(Seed, uint64_t);
+  autoregFilterSettingMacro(Seed, uint64_t, seed);
 
   /** The transform the output field defines (valid after Update()): fixed point x ↦
    * x + d(x), for itk::ResampleImageFilter::SetTransform. */
@@ -214,28 +246,12 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   void GenerateData() override;
 
  private:
-  // The members from settings, and the settings the members hold: the constructor takes
-  // `autoreg register`'s defaults, SetPreset a preset, GenerateData registers with them.
-  void UseSettings(const autoreg::pipeline::RegistrationSettings& settings);
+  // What GenerateData registers with: m_Settings (`autoreg register`'s settings struct,
+  // held whole, so that no setting can be dropped on the way) with the padding parsed
+  // from its text (parse_padding's error is Update()'s).
   autoreg::pipeline::RegistrationSettings CurrentSettings() const;
-  std::string m_ModelFileName;
-  std::string m_Device;
-  std::string m_Preset;
-  LevelIterationsType m_NumberOfIterations;
-  IterationsType m_AffineNumberOfIterations;
-  unsigned int m_NumberOfRefinementIterations;
-  std::string m_Similarity;
-  std::string m_Regularizer;
-  double m_Regularization;
-  double m_LearningRate;
-  bool m_UseFullResolution;
-  unsigned int m_CompareFiner;
-  bool m_UseRigid;
-  bool m_UseAffine;
-  bool m_UseDeformable;
-  uint64_t m_Seed;
+  autoreg::pipeline::RegistrationSettings m_Settings;
   std::string m_Padding;
-  double m_DiscreteSearchRadius;
   typename TransformType::Pointer m_Transform{};
 };
 

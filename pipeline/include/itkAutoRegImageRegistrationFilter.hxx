@@ -19,66 +19,24 @@ AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::A
   this->AddRequiredInputName("MovingImage", 1);
   this->AddOptionalInputName("FixedImageMask", 2);
   this->AddOptionalInputName("MovingImageMask", 3);
-  UseSettings(autoreg::pipeline::ImageRegistrationSettings{});
-}
-
-template <typename TFixedImage, typename TMovingImage, typename TDisplacementField>
-void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::UseSettings(
-    const autoreg::pipeline::RegistrationSettings& s) {
-  m_Preset = s.preset;
-  m_ModelFileName = s.model;
-  m_Device = s.device;
-  m_NumberOfIterations = s.iterations;
-  for (unsigned int level = 0; level < 2; ++level) m_AffineNumberOfIterations[level] = s.affine_iterations[level];
-  m_NumberOfRefinementIterations = s.refine;
-  m_Similarity = s.similarity;
-  m_Regularizer = s.regularizer;
-  m_Regularization = s.regularization;
-  m_LearningRate = s.learning_rate;
-  m_UseFullResolution = s.full_resolution;
-  m_CompareFiner = s.compare_finer;
-  m_UseRigid = s.rigid;
-  m_UseAffine = s.affine;
-  m_UseDeformable = s.deformable;
-  m_Seed = s.seed;
-  m_Padding = autoreg::pipeline::padding_text(s.padding);
-  m_DiscreteSearchRadius = s.discrete_mm;
+  m_Padding = autoreg::pipeline::padding_text(m_Settings.padding);
 }
 
 template <typename TFixedImage, typename TMovingImage, typename TDisplacementField>
 void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::SetPreset(const std::string& name) {
-  autoreg::pipeline::RegistrationSettings s = CurrentSettings();
   try {
-    autoreg::pipeline::apply_preset(name, s);  // what the preset does not name stays
+    autoreg::pipeline::apply_preset(name, m_Settings);  // what the preset does not name stays
   } catch (const std::exception& e) {
     itkExceptionMacro(<< e.what());
   }
-  UseSettings(s);
   this->Modified();
 }
 
 template <typename TFixedImage, typename TMovingImage, typename TDisplacementField>
 autoreg::pipeline::RegistrationSettings
 AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::CurrentSettings() const {
-  autoreg::pipeline::RegistrationSettings s;
-  s.preset = m_Preset;
-  s.model = m_ModelFileName;
-  s.device = m_Device;
-  s.affine = m_UseAffine;
-  s.rigid = m_UseRigid;
-  s.full_resolution = m_UseFullResolution;
-  s.compare_finer = m_CompareFiner;
-  s.deformable = m_UseDeformable;
-  s.similarity = m_Similarity;
-  s.regularizer = m_Regularizer;
-  s.regularization = m_Regularization;
-  s.learning_rate = m_LearningRate;
-  s.iterations = m_NumberOfIterations;
-  for (unsigned int level = 0; level < 2; ++level) s.affine_iterations[level] = m_AffineNumberOfIterations[level];
-  s.refine = m_NumberOfRefinementIterations;
-  s.seed = m_Seed;
+  autoreg::pipeline::RegistrationSettings s = m_Settings;
   s.padding = autoreg::pipeline::parse_padding(m_Padding);
-  s.discrete_mm = m_DiscreteSearchRadius;
   return s;
 }
 
@@ -155,25 +113,30 @@ template <typename TFixedImage, typename TMovingImage, typename TDisplacementFie
 void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::PrintSelf(std::ostream& os,
                                                                                               Indent indent) const {
   Superclass::PrintSelf(os, indent);
-  os << indent << "ModelFileName: " << (m_ModelFileName.empty() ? "(none: instance optimisation)" : m_ModelFileName)
+  const autoreg::pipeline::RegistrationSettings& s = m_Settings;
+  os << indent << "ModelFileName: " << (s.model.empty() ? "(none: instance optimisation)" : s.model) << std::endl;
+  os << indent << "Device: " << s.device << std::endl;
+  os << indent << "Preset: " << s.preset << std::endl;
+  os << indent << "NumberOfIterations: " << autoreg::pipeline::counts_text(s.iterations) << std::endl;
+  os << indent << "AffineNumberOfIterations: " << autoreg::pipeline::counts_text(s.affine_iterations) << std::endl;
+  os << indent << "NumberOfRefinementIterations: " << s.refine << std::endl;
+  os << indent << "Similarity: " << s.similarity << std::endl;
+  os << indent << "Regularizer: " << s.regularizer << std::endl;
+  os << indent << "Regularization: " << s.regularization << std::endl;
+  os << indent << "LearningRate: " << s.learning_rate << std::endl;
+  os << indent << "NccWindow: " << s.ncc_window_mm << std::endl;
+  os << indent << "IntensityWindow: "
+     << (s.intensity_window ? std::to_string((*s.intensity_window)[0]) + ", " + std::to_string((*s.intensity_window)[1])
+                            : std::string("automatic"))
      << std::endl;
-  os << indent << "Device: " << m_Device << std::endl;
-  os << indent << "Preset: " << m_Preset << std::endl;
-  os << indent << "NumberOfIterations: " << autoreg::pipeline::counts_text(m_NumberOfIterations) << std::endl;
-  os << indent << "AffineNumberOfIterations: " << m_AffineNumberOfIterations << std::endl;
-  os << indent << "NumberOfRefinementIterations: " << m_NumberOfRefinementIterations << std::endl;
-  os << indent << "Similarity: " << m_Similarity << std::endl;
-  os << indent << "Regularizer: " << m_Regularizer << std::endl;
-  os << indent << "Regularization: " << m_Regularization << std::endl;
-  os << indent << "LearningRate: " << m_LearningRate << std::endl;
-  os << indent << "UseFullResolution: " << (m_UseFullResolution ? "On" : "Off") << std::endl;
-  os << indent << "CompareFiner: " << m_CompareFiner << std::endl;
-  os << indent << "UseRigid: " << (m_UseRigid ? "On" : "Off") << std::endl;
-  os << indent << "UseAffine: " << (m_UseAffine ? "On" : "Off") << std::endl;
-  os << indent << "UseDeformable: " << (m_UseDeformable ? "On" : "Off") << std::endl;
-  os << indent << "Seed: " << m_Seed << std::endl;
+  os << indent << "UseFullResolution: " << (s.full_resolution ? "On" : "Off") << std::endl;
+  os << indent << "CompareFiner: " << s.compare_finer << std::endl;
+  os << indent << "UseRigid: " << (s.rigid ? "On" : "Off") << std::endl;
+  os << indent << "UseAffine: " << (s.affine ? "On" : "Off") << std::endl;
+  os << indent << "UseDeformable: " << (s.deformable ? "On" : "Off") << std::endl;
+  os << indent << "Seed: " << s.seed << std::endl;
   os << indent << "Padding: " << m_Padding << std::endl;
-  os << indent << "DiscreteSearchRadius: " << m_DiscreteSearchRadius << std::endl;
+  os << indent << "DiscreteSearchRadius: " << s.discrete_mm << std::endl;
   itkPrintSelfObjectMacro(Transform);
 }
 

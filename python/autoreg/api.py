@@ -44,7 +44,8 @@ def register(fixed, moving, *, inverse: bool = False, moving_labels=None, fixed_
     ``regularizer``, ``regularization``, ``learning_rate``, ``ncc_window_mm``, ``iterations``,
     ``full_resolution``, ``compare_finer``, ``affine_iterations``, ``refine``, ``seed``,
     ``intensity_window``, ``padding`` ("auto", "none" or a value: what lies outside the
-    fields of view)), the preset first and the keywords given over it. The summary's
+    fields of view), ``discrete_mm`` (--discrete: a discrete search of displacements up to
+    that many mm first)), the preset first and the keywords given over it. The summary's
     ``warnings`` lists the failure checks that fired, as ``--json``'s. Points: N×3
     arrays of LPS mm (the summary gets their TRE). ``threads`` sets torch's intra-op
     threads (as --threads). ``progress(stage, level, step, steps, loss)`` is called

@@ -310,6 +310,7 @@ PYBIND11_MODULE(_autoreg, m) {
   m.def("move_points", &move_points);
   m.def("evaluate_arrays", &evaluate_arrays);
   m.def("pack", &pack);
+  m.def("setting_keywords", [] { return std::vector<std::string>(setting_keywords().begin(), setting_keywords().end()); });
   m.def("fnv1a", &fnv1a);
   m.def("presets", [] {
     py::dict d;

@@ -17,10 +17,16 @@ namespace autoreg::python {
 
 namespace py = pybind11;
 
-inline pipeline::RegistrationSettings settings_of(const py::dict& kw) {
+// The keywords autoreg.register takes for settings (its docstring names each: a test).
+inline const std::set<std::string>& setting_keywords() {
   static const std::set<std::string> known = {
       "preset", "model", "device", "affine", "deformable", "rigid", "similarity", "regularizer", "regularization",
       "learning_rate", "ncc_window_mm", "iterations", "full_resolution", "compare_finer", "affine_iterations", "refine", "seed", "intensity_window", "padding", "discrete_mm"};
+  return known;
+}
+
+inline pipeline::RegistrationSettings settings_of(const py::dict& kw) {
+  const std::set<std::string>& known = setting_keywords();
   for (const auto& item : kw) {
     const std::string key = py::cast<std::string>(item.first);
     if (!known.count(key)) {

@@ -216,3 +216,9 @@ def test_pack_writes_the_command_lines_training_set(pair_files, tmp_path):
     assert (tmp_path / "python.trainset").read_bytes() == (tmp_path / "cli.trainset").read_bytes()
     with pytest.raises(autoreg.SettingsError, match="--spacing"):
         autoreg.pack(manifest, tmp_path / "bad.trainset", spacing=0)
+
+
+def test_every_setting_keyword_is_documented():
+    # The keywords settings_of takes (python/src/settings.h), each named in the docstring.
+    missing = [k for k in autoreg._autoreg.setting_keywords() if f"``{k}``" not in autoreg.register.__doc__]
+    assert not missing, f"autoreg.register's docstring lacks {missing}"

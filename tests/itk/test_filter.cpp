@@ -168,6 +168,17 @@ int exercise_object_methods() {
   filter->SetDiscreteSearchRadius(20.0);
   ITK_TEST_SET_GET_VALUE(20.0, filter->GetDiscreteSearchRadius());
   ITK_TEST_SET_GET_BOOLEAN(filter, UseDeformable, false);
+  filter->SetNccWindow(6.0);
+  ITK_TEST_SET_GET_VALUE(6.0, filter->GetNccWindow());
+  ITK_TEST_EXPECT_TRUE(filter->GetUseAutomaticIntensityWindow());
+  Filter::IntensityWindowType window;
+  window[0] = -1000;
+  window[1] = 1000;
+  filter->SetIntensityWindow(window);
+  ITK_TEST_SET_GET_VALUE(window, filter->GetIntensityWindow());
+  ITK_TEST_EXPECT_TRUE(!filter->GetUseAutomaticIntensityWindow());
+  filter->UseAutomaticIntensityWindow();
+  ITK_TEST_EXPECT_TRUE(filter->GetUseAutomaticIntensityWindow());
   return EXIT_SUCCESS;
 }
 
@@ -406,6 +417,45 @@ TEST(AutoRegFilter, TakesMasksOnTheImagesGrids) {
     EXPECT_NE(std::string(e.GetDescription()).find("fixed image mask: not on the grid"), std::string::npos)
         << e.GetDescription();
   }
+}
+
+// The NCC window and the intensity window reach the registration (the filter holds the
+// whole settings struct): its field is register_images' with the same settings, and
+// not the defaults'.
+TEST(AutoRegFilter, NccWindowAndIntensityWindowReachTheRegistration) {
+  const FloatImage::Pointer fixed = fixed_image(), moving = moving_image();
+  pipeline::RegistrationSettings s;
+  s.iterations = {20, 10};
+  s.affine_iterations = {30, 20};
+  s.ncc_window_mm = 9;
+  s.intensity_window = std::array<double, 2>{0.0, 0.8};
+  auto filter = Filter::New();
+  filter->SetFixedImage(fixed);
+  filter->SetMovingImage(moving);
+  filter->SetNumberOfIterations({20, 10});
+  Filter::IterationsType affine;
+  affine[0] = 30;
+  affine[1] = 20;
+  filter->SetAffineNumberOfIterations(affine);
+  filter->SetNccWindow(9.0);
+  Filter::IntensityWindowType window;
+  window[0] = 0.0;
+  window[1] = 0.8;
+  filter->SetIntensityWindow(window);
+  filter->Update();
+  const auto same = [](const Filter::DisplacementFieldType* a, const pipeline::PhysicalField3* b) {
+    const auto n = a->GetBufferedRegion().GetNumberOfPixels();
+    for (itk::SizeValueType v = 0; v < n; ++v) {
+      for (unsigned c = 0; c < 3; ++c) {
+        if (a->GetBufferPointer()[v][c] != b->GetBufferPointer()[v][c]) return false;
+      }
+    }
+    return true;
+  };
+  EXPECT_TRUE(same(filter->GetOutput(), pipeline::register_images(fixed, moving, s)));
+  s.ncc_window_mm = 0;
+  s.intensity_window.reset();
+  EXPECT_FALSE(same(filter->GetOutput(), pipeline::register_images(fixed, moving, s)));
 }
 
 // Errors reach the caller as ITK exceptions with autoreg's message.
