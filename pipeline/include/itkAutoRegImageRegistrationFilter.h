@@ -226,6 +226,13 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   /** Random seed of instance optimisation. Default: 0. */
   autoregFilterSettingMacro(Seed, uint64_t, seed);
 
+  /** Any setting by its name in the settings table (autoreg/pipeline/registration_settings.h:
+   * Python's keyword, e.g. "ncc_window_mm") and its value as `autoreg register` writes it
+   * ("9", "70,20", "true"): the setters above, by name. An unknown name or a value that
+   * does not read throws itk::ExceptionObject naming it. */
+  void SetSetting(const std::string& keyword, const std::string& value);
+  std::string GetSetting(const std::string& keyword) const;
+
   /** The transform the output field defines (valid after Update()): fixed point x ↦
    * x + d(x), for itk::ResampleImageFilter::SetTransform. */
   itkGetModifiableObjectMacro(Transform, TransformType);

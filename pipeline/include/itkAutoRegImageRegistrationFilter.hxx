@@ -33,6 +33,31 @@ void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementFiel
 }
 
 template <typename TFixedImage, typename TMovingImage, typename TDisplacementField>
+void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::SetSetting(const std::string& keyword,
+                                                                                              const std::string& value) {
+  if (keyword == "padding") return SetPadding(value);  // its text is read by Update(), as SetPadding's
+  autoreg::pipeline::RegistrationSettings s = m_Settings;
+  try {
+    autoreg::pipeline::setting_row(keyword).set(s, value);
+  } catch (const std::exception& e) {
+    itkExceptionMacro(<< e.what());
+  }
+  m_Settings = s;
+  this->Modified();
+}
+
+template <typename TFixedImage, typename TMovingImage, typename TDisplacementField>
+std::string AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::GetSetting(
+    const std::string& keyword) const {
+  if (keyword == "padding") return m_Padding;
+  try {
+    return autoreg::pipeline::setting_row(keyword).get(m_Settings);
+  } catch (const std::exception& e) {
+    itkExceptionMacro(<< e.what());
+  }
+}
+
+template <typename TFixedImage, typename TMovingImage, typename TDisplacementField>
 autoreg::pipeline::RegistrationSettings
 AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::CurrentSettings() const {
   autoreg::pipeline::RegistrationSettings s = m_Settings;
@@ -113,30 +138,11 @@ template <typename TFixedImage, typename TMovingImage, typename TDisplacementFie
 void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementField>::PrintSelf(std::ostream& os,
                                                                                               Indent indent) const {
   Superclass::PrintSelf(os, indent);
-  const autoreg::pipeline::RegistrationSettings& s = m_Settings;
-  os << indent << "ModelFileName: " << (s.model.empty() ? "(none: instance optimisation)" : s.model) << std::endl;
-  os << indent << "Device: " << s.device << std::endl;
-  os << indent << "Preset: " << s.preset << std::endl;
-  os << indent << "NumberOfIterations: " << autoreg::pipeline::counts_text(s.iterations) << std::endl;
-  os << indent << "AffineNumberOfIterations: " << autoreg::pipeline::counts_text(s.affine_iterations) << std::endl;
-  os << indent << "NumberOfRefinementIterations: " << s.refine << std::endl;
-  os << indent << "Similarity: " << s.similarity << std::endl;
-  os << indent << "Regularizer: " << s.regularizer << std::endl;
-  os << indent << "Regularization: " << s.regularization << std::endl;
-  os << indent << "LearningRate: " << s.learning_rate << std::endl;
-  os << indent << "NccWindow: " << s.ncc_window_mm << std::endl;
-  os << indent << "IntensityWindow: "
-     << (s.intensity_window ? std::to_string((*s.intensity_window)[0]) + ", " + std::to_string((*s.intensity_window)[1])
-                            : std::string("automatic"))
-     << std::endl;
-  os << indent << "UseFullResolution: " << (s.full_resolution ? "On" : "Off") << std::endl;
-  os << indent << "CompareFiner: " << s.compare_finer << std::endl;
-  os << indent << "UseRigid: " << (s.rigid ? "On" : "Off") << std::endl;
-  os << indent << "UseAffine: " << (s.affine ? "On" : "Off") << std::endl;
-  os << indent << "UseDeformable: " << (s.deformable ? "On" : "Off") << std::endl;
-  os << indent << "Seed: " << s.seed << std::endl;
-  os << indent << "Padding: " << m_Padding << std::endl;
-  os << indent << "DiscreteSearchRadius: " << s.discrete_mm << std::endl;
+  // Every setting by its name in the settings table, as GetSetting gives it.
+  for (const autoreg::pipeline::SettingRow& row : autoreg::pipeline::setting_rows()) {
+    const std::string value = GetSetting(row.keyword);
+    os << indent << row.keyword << ": " << (value.empty() ? "(none)" : value) << std::endl;
+  }
   itkPrintSelfObjectMacro(Transform);
 }
 

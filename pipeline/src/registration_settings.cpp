@@ -1,12 +1,12 @@
 #include "autoreg/pipeline/registration_settings.h"
 
-#include <stdexcept>
-
-#include "autoreg/registration/similarity.h"
-
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
+
+#include "autoreg/pipeline/option_values.h"
+#include "autoreg/registration/similarity.h"
 
 namespace autoreg::pipeline {
 
@@ -135,11 +135,6 @@ std::string counts_text(const std::vector<unsigned>& counts) {
 
 std::vector<std::string> to_arguments(const RegistrationSettings& s) {
   const RegistrationSettings preset = preset_settings(s.preset);
-  const auto number = [](double v) {
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.17g", v);
-    return std::string(buf);
-  };
   std::vector<std::string> w{"--preset", s.preset, "--device", s.device};
   if (!s.deformable) throw SettingsError("the deformable stage off (--affine-only) has no option here");
   if (s.rigid) {
@@ -154,18 +149,193 @@ std::vector<std::string> to_arguments(const RegistrationSettings& s) {
   } else if (preset.full_resolution) {
     throw SettingsError("--full-resolution off under --preset " + s.preset + " has no option");
   }
-  if (!s.model.empty()) w.insert(w.end(), {"--model", s.model, "--refine", std::to_string(s.refine)});
-  if (s.model.empty()) w.insert(w.end(), {"--iterations", counts_text(s.iterations)});
-  w.insert(w.end(), {"--affine-iterations", counts_text(s.affine_iterations), "--similarity", s.similarity,
-                     "--regularizer", s.regularizer, "--regularization", number(s.regularization),
-                     "--learning-rate", number(s.learning_rate), "--ncc-window", number(s.ncc_window_mm),
-                     "--compare-finer", std::to_string(s.compare_finer),
-                     "--seed", std::to_string(s.seed), "--padding", padding_text(s.padding),
-                     "--discrete", number(s.discrete_mm)});
-  if (s.intensity_window) {
-    w.insert(w.end(), {"--intensity-window", number((*s.intensity_window)[0]) + "," + number((*s.intensity_window)[1])});
+  // Every other row's option with its value (the table's text), but those the command
+  // line refuses here: --iterations with a model (which replaces it), --refine without.
+  for (const SettingRow& row : setting_rows()) {
+    if (!row.switch_sets.empty() || row.keyword == "preset" || row.keyword == "device") continue;
+    if ((row.keyword == "iterations" && !s.model.empty()) || (row.keyword == "refine" && s.model.empty())) continue;
+    const std::string text = row.get(s);
+    if (!text.empty()) w.insert(w.end(), {"--" + row.option, text});
   }
   return w;
+}
+
+namespace {
+
+std::string exact(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
+
+std::string boolean_text(bool b) { return b ? "true" : "false"; }
+
+bool parse_boolean(const std::string& option, const std::string& text) {
+  if (text == "true" || text == "1") return true;
+  if (text == "false" || text == "0") return false;
+  throw SettingsError("--" + option + ": true or false, got '" + text + "'");
+}
+
+double parse_number(const std::string& option, const std::string& text) {
+  const std::vector<double> v = parse_number_list("--" + option, text);
+  if (v.size() != 1) throw SettingsError("--" + option + ": one number, got '" + text + "'");
+  return v[0];
+}
+
+uint64_t parse_whole(const std::string& option, const std::string& text) {
+  const std::vector<int64_t> v = parse_int_list("--" + option, text);
+  if (v.size() != 1 || v[0] < 0) throw SettingsError("--" + option + ": a whole number >= 0, got '" + text + "'");
+  return uint64_t(v[0]);
+}
+
+std::string presets_help() {
+  std::string text = "named settings for an anatomy and motion, which the options given override:";
+  for (const Preset& p : presets()) text += " " + p.name + " (" + p.purpose + ");";
+  return text;
+}
+
+using S = RegistrationSettings;
+
+std::vector<SettingRow> make_rows() {
+  std::vector<SettingRow> rows;
+  // The preset: a base the others override (the ITK filter's SetPreset keeps what it does not name).
+  rows.push_back({"preset", "preset", false, "", "PRESET", presets_help(), [](const S& s) { return s.preset; },
+                  [](S& s, const std::string& t) { apply_preset(t, s); }, "breathing"});
+  rows.push_back({"model", "model", false, "", "FILE",
+                  "a trained model (.autoreg, from autoreg train), or 'default' for the model shipped with autoreg; "
+                  "without it, instance optimisation",
+                  [](const S& s) { return s.model; }, [](S& s, const std::string& t) { s.model = t; }, "default"});
+  rows.push_back({"device", "device", true, "", "cpu|cuda", "where to run", [](const S& s) { return s.device; },
+                  [](S& s, const std::string& t) { s.device = t; }, "cuda"});
+  rows.push_back({"rigid", "rigid", false, "true", "",
+                  "a rigid pre-alignment (rotation and translation, 6 degrees of freedom) instead of the affine (12): "
+                  "the same patient's scans, where scale and shear would follow an organ that moves inside the body",
+                  [](const S& s) { return boolean_text(s.rigid); },
+                  [](S& s, const std::string& t) {
+                    s.rigid = parse_boolean("rigid", t);
+                    if (s.rigid) s.affine = true;  // turns on the pre-alignment a preset turned off
+                  },
+                  "true"});
+  rows.push_back({"affine", "no-affine", false, "false", "", "skip the affine pre-alignment (already aligned inputs)",
+                  [](const S& s) { return boolean_text(s.affine); },
+                  [](S& s, const std::string& t) { s.affine = parse_boolean("no-affine", t); }, "false"});
+  rows.push_back({"deformable", "affine-only", true, "false", "", "stop after the affine pre-alignment",
+                  [](const S& s) { return boolean_text(s.deformable); },
+                  [](S& s, const std::string& t) { s.deformable = parse_boolean("affine-only", t); }, "false"});
+  rows.push_back({"similarity", "similarity", false, "", "ncc|mse|mind",
+                  "ncc, mse, or mind (MIND-SSC, for different modalities)", [](const S& s) { return s.similarity; },
+                  [](S& s, const std::string& t) {
+                    try {
+                      registration::parse_similarity(t);
+                    } catch (const std::invalid_argument&) {
+                      throw SettingsError("--similarity must be ncc, mse or mind, got '" + t + "'");
+                    }
+                    s.similarity = t;
+                  },
+                  "mind"});
+  rows.push_back({"regularizer", "regularizer", false, "", "diffusion|tv",
+                  "instance optimisation's smoothness: diffusion (smooth everywhere, brains) or tv (total variation: "
+                  "lets organs slide, e.g. the liver along the body wall)",
+                  [](const S& s) { return s.regularizer; },
+                  [](S& s, const std::string& t) {
+                    if (t != "diffusion" && t != "tv") throw SettingsError("--regularizer must be diffusion or tv, got '" + t + "'");
+                    s.regularizer = t;
+                  },
+                  "tv"});
+  rows.push_back({"regularization", "regularization", false, "", "λ", "weight λ of the smoothness term",
+                  [](const S& s) { return exact(s.regularization); },
+                  [](S& s, const std::string& t) { s.regularization = parse_number("regularization", t); }, "0.5"});
+  rows.push_back({"learning_rate", "learning-rate", false, "", "STEP",
+                  "instance optimisation's Adam step in half-resolution voxels of the finest axis, the same length in "
+                  "mm at every level (0.4 in --preset breathing)",
+                  [](const S& s) { return exact(s.learning_rate); },
+                  [](S& s, const std::string& t) { s.learning_rate = parse_number("learning-rate", t); }, "0.3"});
+  rows.push_back({"ncc_window_mm", "ncc-window", false, "", "MM",
+                  "instance optimisation's local NCC window in mm along each axis, the same neighbourhood at every "
+                  "level and on thick slices (0: 5 voxels of each level, 7 at the finest)",
+                  [](const S& s) { return exact(s.ncc_window_mm); },
+                  [](S& s, const std::string& t) { s.ncc_window_mm = parse_number("ncc-window", t); }, "7"});
+  rows.push_back({"iterations", "iterations", false, "", "N1,N2,...",
+                  "deformable Adam steps per pyramid level, coarse to fine: the last at 1/2 resolution, each before "
+                  "it halving again (1 to 6 levels, more for larger motion, e.g. 140,140,70,40 in --preset "
+                  "breathing; thick slices are not shrunk until the others reach them)",
+                  [](const S& s) { return counts_text(s.iterations); },
+                  [](S& s, const std::string& t) { s.iterations = parse_counts("--iterations", t, 1, 6); },
+                  "30,20,10"});
+  rows.push_back({"full_resolution", "full-resolution", false, "true", "",
+                  "the finest level compares the images at full resolution (the field stays on the half-resolution "
+                  "grid): finer detail at about twice the time; on in --preset breathing",
+                  [](const S& s) { return boolean_text(s.full_resolution); },
+                  [](S& s, const std::string& t) { s.full_resolution = parse_boolean("full-resolution", t); }, "true"});
+  rows.push_back({"compare_finer", "compare-finer", false, "", "N",
+                  "each pyramid level before the finest compares the images of the level N finer (at most 1/2 "
+                  "resolution), its field on its own grid: coarse levels that follow centimetres of motion by fine "
+                  "structure (vessels) rather than blurred blobs, at up to 1.5 times the time (2 in --preset breathing)",
+                  [](const S& s) { return std::to_string(s.compare_finer); },
+                  [](S& s, const std::string& t) { s.compare_finer = unsigned(parse_whole("compare-finer", t)); }, "1"});
+  rows.push_back({"affine_iterations", "affine-iterations", false, "", "N1,N2", "affine Adam steps at 4 mm and 2 mm",
+                  [](const S& s) { return counts_text(s.affine_iterations); },
+                  [](S& s, const std::string& t) {
+                    const std::vector<unsigned> c = parse_counts("--affine-iterations", t, 2, 2);
+                    s.affine_iterations = {c[0], c[1]};
+                  },
+                  "40,30"});
+  rows.push_back({"refine", "refine", false, "", "K",
+                  "with --model: Adam steps of instance optimisation (1/2 resolution) refining the network's field",
+                  [](const S& s) { return std::to_string(s.refine); },
+                  [](S& s, const std::string& t) { s.refine = unsigned(parse_whole("refine", t)); }, "5"});
+  rows.push_back({"seed", "seed", false, "", "S", "random seed", [](const S& s) { return std::to_string(s.seed); },
+                  [](S& s, const std::string& t) { s.seed = parse_whole("seed", t); }, "7"});
+  rows.push_back({"intensity_window", "intensity-window", false, "", "LO,HI",
+                  "the intensities mapped to 0 and 1, clipped beyond, for both images (e.g. -1000,1000 for CT in HU); "
+                  "unset, automatic: a CT (its 0.5th percentile at or below -500 HU) gets -1000,1000, anything else "
+                  "its 0.5th and 99.5th percentiles",
+                  [](const S& s) {
+                    return s.intensity_window ? exact((*s.intensity_window)[0]) + "," + exact((*s.intensity_window)[1])
+                                              : std::string();
+                  },
+                  [](S& s, const std::string& t) {
+                    if (t.empty()) {
+                      s.intensity_window.reset();
+                      return;
+                    }
+                    const std::vector<double> w = parse_number_list("--intensity-window", t);
+                    if (w.size() != 2 || !(w[1] > w[0])) {
+                      throw SettingsError("--intensity-window: two values LO,HI with LO < HI, e.g. -1000,1000");
+                    }
+                    s.intensity_window = std::array<double, 2>{w[0], w[1]};
+                  },
+                  "-1000,1000"});
+  rows.push_back({"padding", "padding", false, "", "auto|none|VALUE",
+                  "the constant outside a scan's field of view, which no similarity compares (a cone-beam CT's "
+                  "cylinder, a CT's reconstruction circle): auto (each image's minimum when it is at or below -500 "
+                  "and a constant around the field of view, not clamped air), none, or a value for both images (e.g. "
+                  "0 for an MR crop); --json reports what was found",
+                  [](const S& s) { return padding_text(s.padding); },
+                  [](S& s, const std::string& t) { s.padding = parse_padding(t); }, "-1024"});
+  rows.push_back({"discrete_mm", "discrete", false, "", "MM",
+                  "before instance optimisation, search every displacement up to MM millimetres along each axis on a "
+                  "4 mm grid (MIND-SSC cost volume, coupled convex optimisation, as ConvexAdam): motion larger than "
+                  "the pyramid follows from zero (0: none)",
+                  [](const S& s) { return exact(s.discrete_mm); },
+                  [](S& s, const std::string& t) { s.discrete_mm = parse_number("discrete", t); }, "20"});
+  return rows;
+}
+
+}  // namespace
+
+const std::vector<SettingRow>& setting_rows() {
+  static const std::vector<SettingRow> rows = make_rows();
+  return rows;
+}
+
+const SettingRow& setting_row(const std::string& keyword) {
+  std::string known;
+  for (const SettingRow& r : setting_rows()) {
+    if (r.keyword == keyword) return r;
+    known += (known.empty() ? "" : ", ") + r.keyword;
+  }
+  throw SettingsError("unknown setting '" + keyword + "' (known: " + known + ")");
 }
 
 }  // namespace autoreg::pipeline

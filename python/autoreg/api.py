@@ -39,13 +39,8 @@ def register(fixed, moving, *, inverse: bool = False, moving_labels=None, fixed_
 
     Images: SimpleITK, ITK or nibabel images, :class:`autoreg.Image`, or numpy arrays
     (indexed [k, j, i], 1 mm, origin 0). Settings: the command line's options as keywords
-    (``preset``, ``model`` (a path or "default"), ``device``, ``affine`` (False:
-    --no-affine), ``deformable`` (False: --affine-only), ``rigid``, ``similarity``,
-    ``regularizer``, ``regularization``, ``learning_rate``, ``ncc_window_mm``, ``iterations``,
-    ``full_resolution``, ``compare_finer``, ``affine_iterations``, ``refine``, ``seed``,
-    ``intensity_window``, ``padding`` ("auto", "none" or a value: what lies outside the
-    fields of view), ``discrete_mm`` (--discrete: a discrete search of displacements up to
-    that many mm first)), the preset first and the keywords given over it. The summary's
+    (listed below, from the settings table: booleans for the switches, lists for
+    "70,20"), the preset first and the keywords given over it. The summary's
     ``warnings`` lists the failure checks that fired, as ``--json``'s. Points: N×3
     arrays of LPS mm (the summary gets their TRE). ``threads`` sets torch's intra-op
     threads (as --threads). ``progress(stage, level, step, steps, loss)`` is called
@@ -71,6 +66,19 @@ def register(fixed, moving, *, inverse: bool = False, moving_labels=None, fixed_
     return Registration(warped=on_fixed(r["warped"]), field=on_fixed(r["field"], True), inverse=inverse_field,
                         warped_labels=None if r["warped_labels"] is None else on_fixed(r["warped_labels"]),
                         affine=r["affine"], summary=json.loads(r["summary"]))
+
+
+def _settings_doc() -> str:
+    """The settings table's rows (pipeline::setting_rows()) as the docstring's list."""
+    lines = ["", "    Settings (keyword: the command line's option; its default; what it does):", ""]
+    for row in _autoreg.settings_table():
+        option = f"--{row['option']}" + ("" if not row["switch_sets"] else f" (sets {row['switch_sets']})")
+        lines.append(f"    ``{row['keyword']}``: {option}; default {row['default'] or 'none'}; {row['help']}")
+    return "\n".join(lines) + "\n"
+
+
+if register.__doc__:  # not under python -OO
+    register.__doc__ += _settings_doc()
 
 
 def apply(moving, field, *, labels: bool = False):

@@ -310,7 +310,30 @@ PYBIND11_MODULE(_autoreg, m) {
   m.def("move_points", &move_points);
   m.def("evaluate_arrays", &evaluate_arrays);
   m.def("pack", &pack);
-  m.def("setting_keywords", [] { return std::vector<std::string>(setting_keywords().begin(), setting_keywords().end()); });
+  m.def("setting_keywords", &setting_keywords);
+  // The settings table (registration_settings.h) and what keywords make of it, for the
+  // test that walks every row through the command line, Python and the ITK filter.
+  m.def("settings_table", [] {
+    const autoreg::pipeline::RegistrationSettings defaults;
+    py::list rows;
+    for (const auto& r : autoreg::pipeline::setting_rows()) {
+      py::dict d;
+      d["keyword"] = r.keyword;
+      d["option"] = r.option;
+      d["switch_sets"] = r.switch_sets;
+      d["default"] = r.get(defaults);
+      d["sample"] = r.sample;
+      d["help"] = r.help;
+      rows.append(d);
+    }
+    return rows;
+  });
+  m.def("settings_text", [](const py::dict& kw) {
+    const autoreg::pipeline::RegistrationSettings s = settings_of(kw);
+    py::dict d;
+    for (const auto& r : autoreg::pipeline::setting_rows()) d[py::str(r.keyword)] = r.get(s);
+    return d;
+  });
   m.def("fnv1a", &fnv1a);
   m.def("presets", [] {
     py::dict d;

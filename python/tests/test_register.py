@@ -222,3 +222,33 @@ def test_every_setting_keyword_is_documented():
     # The keywords settings_of takes (python/src/settings.h), each named in the docstring.
     missing = [k for k in autoreg._autoreg.setting_keywords() if f"``{k}``" not in autoreg.register.__doc__]
     assert not missing, f"autoreg.register's docstring lacks {missing}"
+
+
+def _python_value(row):
+    """The table's sample as a Python user would give it: a bool, a list, a number or a string."""
+    text = row["sample"]
+    if row["switch_sets"]:
+        return text == "true"
+    if "," in text:
+        return [float(v) if "." in v else int(v) for v in text.split(",")]
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            pass
+    return text
+
+
+def test_every_row_of_the_settings_table_through_python():
+    # The rows of pipeline::setting_rows(): the same default as the command line's and
+    # the filter's (tests/itk/test_settings_table.cpp), and the sample given as a Python
+    # value reads as the command line's text does.
+    table = autoreg._autoreg.settings_table()
+    assert [row["keyword"] for row in table] == autoreg._autoreg.setting_keywords()
+    defaults = autoreg._autoreg.settings_text({})
+    for row in table:
+        keyword = row["keyword"]
+        assert defaults[keyword] == row["default"], keyword
+        as_text = autoreg._autoreg.settings_text({keyword: row["sample"]})[keyword]
+        assert as_text != row["default"], keyword
+        assert autoreg._autoreg.settings_text({keyword: _python_value(row)})[keyword] == as_text, keyword

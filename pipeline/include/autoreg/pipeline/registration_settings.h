@@ -106,6 +106,29 @@ RegistrationSettings preset_settings(const std::string& name);
 // the similarity, the seed, …): the ITK filter's SetPreset after other setters.
 void apply_preset(const std::string& name, RegistrationSettings& s);
 
+// The settings table: one row per setting of RegistrationSettings, from which the front
+// ends are made: the command line's options (apps/registration_args.h: name, help,
+// default), Python's keyword arguments (python/src/settings.h: the keywords, their
+// reading, the docstring's list), the ITK filter's SetSetting/GetSetting, and a test that
+// walks every row through all three. A new setting is a field, a row and its algorithm.
+// Values travel as the command line's text ("70,20", "true", "-1000,1000", "auto").
+struct SettingRow {
+  std::string keyword;     // Python's keyword and the ITK filter's SetSetting name
+  std::string option;      // the command line's --option
+  bool command_option;     // the option is the command's own (--device, --affine-only), not registration_args.h's
+  std::string switch_sets; // a switch option: the value its presence gives; "": the option takes a value
+  std::string value_name;  // the help's placeholder for the value
+  std::string help;        // what it does (the default is added from the settings)
+  std::string (*get)(const RegistrationSettings&);               // the value as text ("" for unset)
+  void (*set)(RegistrationSettings&, const std::string& text);   // SettingsError naming --option for bad text
+  std::string sample;      // a valid value other than the default (the table's test)
+};
+// Every row, in the order they are applied: the preset first (the others override it),
+// --rigid before --no-affine (which turns the pre-alignment back off).
+const std::vector<SettingRow>& setting_rows();
+// The row of `keyword`; SettingsError naming the known ones otherwise.
+const SettingRow& setting_row(const std::string& keyword);
+
 // Throws SettingsError for settings that contradict each other or are out of range.
 void validate(const RegistrationSettings& settings);
 
