@@ -31,6 +31,7 @@ PairOptions pair_options(const RegistrationSettings& s) {
   o.intensity_window = s.intensity_window;
   o.padding = s.padding;
   o.discrete_mm = s.discrete_mm;
+  o.discrete_grid_mm = s.discrete_grid_mm;
   o.preset = s.preset;
   o.deformable.regularizer = registration::parse_regularizer(s.regularizer);
   o.deformable.regularization = s.regularization;
@@ -211,6 +212,7 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
       // The discrete search's displacement (fixed voxels) is where the velocity starts.
       registration::DiscreteOptions d;
       d.radius_mm = o.discrete_mm;
+      d.grid_mm = o.discrete_grid_mm;
       d.spacing = {fixed.geometry.spacing[2], fixed.geometry.spacing[1], fixed.geometry.spacing[0]};
       deformable.initial_velocity = registration::discrete_displacement(f, moved.to(device), d, masks.fixed);
       lap("discrete");

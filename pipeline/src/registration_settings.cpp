@@ -100,6 +100,9 @@ void validate(const RegistrationSettings& s) {
     throw SettingsError("--discrete starts instance optimisation, which --model replaces");
   }
   if (s.discrete_mm > 0 && !s.deformable) throw SettingsError("--discrete and --affine-only exclude each other");
+  if (!(s.discrete_grid_mm > 0) || !std::isfinite(s.discrete_grid_mm)) {
+    throw SettingsError("--discrete-grid must be a positive number of mm");
+  }
   if (s.refine > 0 && s.model.empty()) throw SettingsError("--refine needs --model (refinement iterations need a model to refine)");
 }
 
@@ -319,6 +322,11 @@ std::vector<SettingRow> make_rows() {
                   "the pyramid follows from zero (0: none)",
                   [](const S& s) { return exact(s.discrete_mm); },
                   [](S& s, const std::string& t) { s.discrete_mm = parse_number("discrete", t); }, "20"});
+  rows.push_back({"discrete_grid_mm", "discrete-grid", false, "", "MM",
+                  "with --discrete: the search's grid, about MM per voxel; finer follows smaller structures, its cost "
+                  "volume (and time) growing with the cube of 1/MM",
+                  [](const S& s) { return exact(s.discrete_grid_mm); },
+                  [](S& s, const std::string& t) { s.discrete_grid_mm = parse_number("discrete-grid", t); }, "3"});
   return rows;
 }
 

@@ -56,6 +56,7 @@ struct PairOptions {
   // Without a model, instance optimisation starts from a discrete search of displacements
   // up to this many mm (registration/discrete.h); 0: from zero.
   double discrete_mm = 0;
+  double discrete_grid_mm = 4;  // its grid (registration/discrete.h)
   std::string preset = "brain";  // the settings' preset, for the summary
 };
 

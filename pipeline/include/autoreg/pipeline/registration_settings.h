@@ -77,6 +77,10 @@ struct RegistrationSettings {
   // up to MM millimetres along each axis on a 4 mm grid (registration/discrete.h: large
   // motion); 0 (the default): none
   double discrete_mm = 0;
+  // --discrete-grid MM: the discrete search's grid, about MM per voxel (4: ConvexAdam's
+  // half-resolution grid on 1-2 mm scans); finer follows smaller structures at the cube
+  // of the cost
+  double discrete_grid_mm = 4;
 };
 
 // The CT window of the automatic normalisation, HU: air at 0, dense bone at 1, soft tissue
