@@ -42,7 +42,6 @@ int run_pack(int argc, char** argv) {
   job.cache = cache.getValue();
   job.max_unreadable = max_unreadable.getValue();
   job.progress = [](const std::string& line) { std::fprintf(stderr, "preprocess: %s\n", line.c_str()); };
-  pipeline::validate(job);  // usage errors before any work
   threads.apply();
   const pipeline::PackResult r = pipeline::pack(job);
   std::fprintf(stderr, "wrote %s: %zu training, %zu validation subjects%s on %ldx%ldx%ld at %g mm (%.1f MB)\n",

@@ -6,6 +6,7 @@
 
 #include <tclap/CmdLine.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,21 +41,18 @@ struct RegistrationArgs {
     return out;
   }
 
-  // The settings the options give: the preset's, with the options given on the command
-  // line instead, in the table's order (UsageError for a value that does not read and for
-  // --iterations with --model; validate() checks the rest when the options are built).
+  // The settings the options given on the command line give (pipeline::settings_given:
+  // the preset's, each option given over it; validate() checks the rest when the options
+  // are built).
   pipeline::RegistrationSettings settings(const std::string& device) const {
-    pipeline::RegistrationSettings s = pipeline::preset_settings(text_of("preset"));
-    s.device = device;
+    std::map<std::string, std::string> given{{"device", device}};
     for (const auto& a : args_) {
-      if (a.row->keyword == "preset" || !a.arg->isSet()) continue;
-      a.row->set(s, a.row->switch_sets.empty() ? static_cast<const TCLAP::ValueArg<std::string>&>(*a.arg).getValue()
-                                               : a.row->switch_sets);
+      if (!a.arg->isSet()) continue;
+      given[a.row->keyword] = a.row->switch_sets.empty()
+                                  ? static_cast<const TCLAP::ValueArg<std::string>&>(*a.arg).getValue()
+                                  : a.row->switch_sets;
     }
-    if (is_set("iterations") && !s.model.empty()) {
-      throw UsageError("--iterations sets instance optimisation, which --model replaces (use --refine K)");
-    }
-    return s;
+    return pipeline::settings_given(given);
   }
 
  private:
@@ -62,17 +60,6 @@ struct RegistrationArgs {
     const pipeline::SettingRow* row;
     std::unique_ptr<TCLAP::Arg> arg;
   };
-  const Option& option(const std::string& keyword) const {
-    for (const auto& a : args_) {
-      if (a.row->keyword == keyword) return a;
-    }
-    throw std::logic_error("registration_args.h: no option for " + keyword);
-  }
-  std::string text_of(const std::string& keyword) const {
-    return static_cast<const TCLAP::ValueArg<std::string>&>(*option(keyword).arg).getValue();
-  }
-  bool is_set(const std::string& keyword) const { return option(keyword).arg->isSet(); }
-
   std::vector<Option> args_;
 };
 

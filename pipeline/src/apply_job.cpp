@@ -13,11 +13,15 @@
 #include "autoreg/pipeline/qc_picture.h"
 
 namespace autoreg::pipeline {
+namespace {
 
+// True for the names of affine transform files (.tfm, .txt, .mat).
 bool is_affine_file(const std::string& path) {
   const std::string ext = std::filesystem::path(path).extension().string();
   return ext == ".tfm" || ext == ".txt" || ext == ".mat";
 }
+
+}  // namespace
 
 void apply_files(const ApplyJob& p) {
   io::check_output(p.out);

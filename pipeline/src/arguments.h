@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "autoreg/pipeline/option_values.h"
+
 namespace autoreg::pipeline::detail {
 
 class Arguments {
@@ -20,11 +22,7 @@ class Arguments {
   }
   // Only when not empty (an option left at its default).
   Arguments& text_if(const char* option, const std::string& value) { return value.empty() ? *this : text(option, value); }
-  Arguments& number(const char* option, double value) {
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.17g", value);
-    return text(option, buf);
-  }
+  Arguments& number(const char* option, double value) { return text(option, number_text(value)); }
   Arguments& integer(const char* option, int64_t value) { return text(option, std::to_string(value)); }
   Arguments& unsigned_integer(const char* option, uint64_t value) { return text(option, std::to_string(value)); }
   Arguments& flag(const char* option, bool on) {

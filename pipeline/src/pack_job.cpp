@@ -29,8 +29,8 @@ void validate(const PackJob& job) {
 }
 
 PackResult pack(const PackJob& job) {
+  validate(job);  // usage errors before any work
   io::check_output(job.out);
-  validate(job);
   registration::ModelInfo info;
   info.network.kind = job.unet ? "unet" : "autoreg";
   info.spacing = {job.spacing, job.spacing, job.spacing};

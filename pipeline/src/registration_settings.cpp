@@ -1,7 +1,6 @@
 #include "autoreg/pipeline/registration_settings.h"
 
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -109,9 +108,7 @@ void validate(const RegistrationSettings& s) {
 std::string padding_text(const Padding& p) {
   if (p.rule == Padding::Rule::Automatic) return "auto";
   if (p.rule == Padding::Rule::None) return "none";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", p.value);
-  return buf;
+  return number_text(p.value);
 }
 
 Padding parse_padding(const std::string& text) {
@@ -164,12 +161,6 @@ std::vector<std::string> to_arguments(const RegistrationSettings& s) {
 }
 
 namespace {
-
-std::string exact(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
 
 std::string boolean_text(bool b) { return b ? "true" : "false"; }
 
@@ -246,17 +237,17 @@ std::vector<SettingRow> make_rows() {
                   },
                   "tv"});
   rows.push_back({"regularization", "regularization", false, "", "λ", "weight λ of the smoothness term",
-                  [](const S& s) { return exact(s.regularization); },
+                  [](const S& s) { return number_text(s.regularization); },
                   [](S& s, const std::string& t) { s.regularization = parse_number("regularization", t); }, "0.5"});
   rows.push_back({"learning_rate", "learning-rate", false, "", "STEP",
                   "instance optimisation's Adam step in half-resolution voxels of the finest axis, the same length in "
                   "mm at every level (0.4 in --preset breathing)",
-                  [](const S& s) { return exact(s.learning_rate); },
+                  [](const S& s) { return number_text(s.learning_rate); },
                   [](S& s, const std::string& t) { s.learning_rate = parse_number("learning-rate", t); }, "0.3"});
   rows.push_back({"ncc_window_mm", "ncc-window", false, "", "MM",
                   "instance optimisation's local NCC window in mm along each axis, the same neighbourhood at every "
                   "level and on thick slices (0: 5 voxels of each level, 7 at the finest)",
-                  [](const S& s) { return exact(s.ncc_window_mm); },
+                  [](const S& s) { return number_text(s.ncc_window_mm); },
                   [](S& s, const std::string& t) { s.ncc_window_mm = parse_number("ncc-window", t); }, "7"});
   rows.push_back({"iterations", "iterations", false, "", "N1,N2,...",
                   "deformable Adam steps per pyramid level, coarse to fine: the last at 1/2 resolution, each before "
@@ -294,7 +285,7 @@ std::vector<SettingRow> make_rows() {
                   "unset, automatic: a CT (its 0.5th percentile at or below -500 HU) gets -1000,1000, anything else "
                   "its 0.5th and 99.5th percentiles",
                   [](const S& s) {
-                    return s.intensity_window ? exact((*s.intensity_window)[0]) + "," + exact((*s.intensity_window)[1])
+                    return s.intensity_window ? number_text((*s.intensity_window)[0]) + "," + number_text((*s.intensity_window)[1])
                                               : std::string();
                   },
                   [](S& s, const std::string& t) {
@@ -320,12 +311,12 @@ std::vector<SettingRow> make_rows() {
                   "before instance optimisation, search every displacement up to MM millimetres along each axis on a "
                   "4 mm grid (MIND-SSC cost volume, coupled convex optimisation, as ConvexAdam): motion larger than "
                   "the pyramid follows from zero (0: none)",
-                  [](const S& s) { return exact(s.discrete_mm); },
+                  [](const S& s) { return number_text(s.discrete_mm); },
                   [](S& s, const std::string& t) { s.discrete_mm = parse_number("discrete", t); }, "20"});
   rows.push_back({"discrete_grid_mm", "discrete-grid", false, "", "MM",
                   "with --discrete: the search's grid, about MM per voxel; finer follows smaller structures, its cost "
                   "volume (and time) growing with the cube of 1/MM",
-                  [](const S& s) { return exact(s.discrete_grid_mm); },
+                  [](const S& s) { return number_text(s.discrete_grid_mm); },
                   [](S& s, const std::string& t) { s.discrete_grid_mm = parse_number("discrete-grid", t); }, "3"});
   return rows;
 }
@@ -338,12 +329,26 @@ const std::vector<SettingRow>& setting_rows() {
 }
 
 const SettingRow& setting_row(const std::string& keyword) {
-  std::string known;
   for (const SettingRow& r : setting_rows()) {
     if (r.keyword == keyword) return r;
-    known += (known.empty() ? "" : ", ") + r.keyword;
   }
+  std::string known;
+  for (const SettingRow& r : setting_rows()) known += (known.empty() ? "" : ", ") + r.keyword;
   throw SettingsError("unknown setting '" + keyword + "' (known: " + known + ")");
+}
+
+RegistrationSettings settings_given(const std::map<std::string, std::string>& given) {
+  for (const auto& [keyword, text] : given) setting_row(keyword);  // an unknown name: SettingsError
+  const auto preset = given.find("preset");
+  RegistrationSettings s = preset_settings(preset == given.end() ? "brain" : preset->second);
+  for (const SettingRow& row : setting_rows()) {
+    const auto it = given.find(row.keyword);
+    if (row.keyword != "preset" && it != given.end()) row.set(s, it->second);
+  }
+  if (given.count("iterations") && !s.model.empty()) {
+    throw SettingsError("--iterations sets instance optimisation, which --model replaces (use --refine K)");
+  }
+  return s;
 }
 
 }  // namespace autoreg::pipeline

@@ -249,7 +249,6 @@ py::dict pack(const std::string& manifest, const std::string& out, const py::obj
   job.unet = unet;
   job.cache = cache;
   job.max_unreadable = max_unreadable;
-  pipeline::validate(job);
   const pipeline::PackResult r = pipeline::pack(job);
   py::dict d;
   d["train"] = r.train;

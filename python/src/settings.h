@@ -9,9 +9,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
+#include "autoreg/pipeline/option_values.h"
 #include "autoreg/pipeline/registration_settings.h"
 
 namespace autoreg::python {
@@ -30,11 +32,7 @@ inline std::string setting_text(const py::handle& v) {
   if (py::isinstance<py::bool_>(v)) return py::cast<bool>(v) ? "true" : "false";
   if (py::isinstance<py::str>(v)) return py::cast<std::string>(v);
   if (py::isinstance<py::int_>(v)) return std::to_string(py::cast<long long>(v));
-  if (py::isinstance<py::float_>(v)) {
-    char buf[40];
-    std::snprintf(buf, sizeof buf, "%.17g", py::cast<double>(v));
-    return buf;
-  }
+  if (py::isinstance<py::float_>(v)) return pipeline::number_text(py::cast<double>(v));
   if (py::isinstance<py::sequence>(v)) {
     std::string text;
     for (const py::handle& item : py::cast<py::sequence>(v)) text += (text.empty() ? "" : ",") + setting_text(item);
@@ -44,16 +42,12 @@ inline std::string setting_text(const py::handle& v) {
 }
 
 inline pipeline::RegistrationSettings settings_of(const py::dict& kw) {
-  for (const auto& item : kw) pipeline::setting_row(py::cast<std::string>(item.first));  // unknown: SettingsError
-  const auto has = [&](const std::string& key) { return kw.contains(key) && !kw[key.c_str()].is_none(); };
-  pipeline::RegistrationSettings s = pipeline::preset_settings(has("preset") ? py::cast<std::string>(kw["preset"]) : "brain");
-  for (const pipeline::SettingRow& row : pipeline::setting_rows()) {
-    if (row.keyword != "preset" && has(row.keyword)) row.set(s, setting_text(kw[row.keyword.c_str()]));
+  std::map<std::string, std::string> given;
+  for (const auto& item : kw) {
+    pipeline::setting_row(py::cast<std::string>(item.first));  // an unknown name, even given None: SettingsError
+    if (!item.second.is_none()) given[py::cast<std::string>(item.first)] = setting_text(item.second);
   }
-  if (has("iterations") && !s.model.empty()) {
-    throw pipeline::SettingsError("--iterations sets instance optimisation, which --model replaces (use --refine K)");
-  }
-  return s;
+  return pipeline::settings_given(given);
 }
 
 }  // namespace autoreg::python

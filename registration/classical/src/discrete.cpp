@@ -32,6 +32,7 @@ struct Search {
   at::Tensor mask;    // 1 where the fixed image has data, D×H×W (undefined: everywhere)
   std::array<int64_t, 3> radius{};
   std::vector<std::array<int64_t, 3>> shifts;  // the candidates, grid voxels, shortest first
+  std::vector<std::array<float, 3>> offsets;   // the same as floats, for the coupling's distances
   int64_t C = 0, D = 0, H = 0, W = 0;
   int64_t K() const { return int64_t(shifts.size()); }
 };
@@ -129,8 +130,8 @@ void choose(const Search& s, const float* cost, int64_t first, int64_t count, do
       float best = std::numeric_limits<float>::infinity();
       int64_t arg = 0;
       for (int64_t k = 0; k < K; ++k) {
-        const auto& d = s.shifts[size_t(k)];
-        const float d0 = float(d[0]) - v0, d1 = float(d[1]) - v1, d2 = float(d[2]) - v2;
+        const auto& d = s.offsets[size_t(k)];
+        const float d0 = d[0] - v0, d1 = d[1] - v1, d2 = d[2] - v2;
         const float total = ci[k] + t * (d0 * d0 + d1 * d1 + d2 * d2);
         if (total < best) {
           best = total;
@@ -183,6 +184,7 @@ at::Tensor discrete_displacement(const at::Tensor& fixed, const at::Tensor& movi
   std::stable_sort(s.shifts.begin(), s.shifts.end(), [](const auto& a, const auto& b) {
     return a[0] * a[0] + a[1] * a[1] + a[2] * a[2] < b[0] * b[0] + b[1] * b[1] + b[2] * b[2];
   });
+  for (const auto& d : s.shifts) s.offsets.push_back({float(d[0]), float(d[1]), float(d[2])});
   // The cost volume in slabs of slices that fit in max_cost_mib with their two neighbours:
   // all of it at once, kept for every step of the coupling, when it fits; otherwise
   // slab by slab at every step (the cost computed once per step instead of once).

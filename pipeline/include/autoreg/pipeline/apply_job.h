@@ -30,7 +30,4 @@ struct ApplyPointsJob {
 };
 void apply_points_files(const ApplyPointsJob& job);
 
-// True for the names of affine transform files (.tfm, .txt, .mat).
-bool is_affine_file(const std::string& path);
-
 }  // namespace autoreg::pipeline

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -15,6 +16,13 @@
 namespace autoreg::pipeline {
 
 using UsageError = base::UsageError;
+
+// A number as options write it, so that it reads back exactly ("0.5", "1e-05", "-1000").
+inline std::string number_text(double v) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  return buf;
+}
 
 // "a,b,c" split at commas, each item read whole by `read` (as std::stoll or std::stod
 // read: text and the count of characters used); an item it does not read whole, or an

@@ -35,7 +35,8 @@ struct PackResult {
   uintmax_t bytes = 0;  // of the file written
 };
 
-// Writes the file (atomically); io::IoError naming the manifest or a volume for bad input.
+// Writes the file (atomically), after validate(); io::IoError naming the manifest or a
+// volume for bad input.
 PackResult pack(const PackJob& job);
 
 }  // namespace autoreg::pipeline

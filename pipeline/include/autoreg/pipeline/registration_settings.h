@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -132,6 +133,11 @@ struct SettingRow {
 const std::vector<SettingRow>& setting_rows();
 // The row of `keyword`; SettingsError naming the known ones otherwise.
 const SettingRow& setting_row(const std::string& keyword);
+// The settings that the named values give (keyword → the command line's text), as every
+// front end reads what it was given: the preset's settings (brain without one), then each
+// value given, in the table's order. SettingsError for an unknown name, a value that does
+// not read, and iterations with a model (which replaces them); validate() checks the rest.
+RegistrationSettings settings_given(const std::map<std::string, std::string>& given);
 
 // Throws SettingsError for settings that contradict each other or are out of range.
 void validate(const RegistrationSettings& settings);
