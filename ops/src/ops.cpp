@@ -15,6 +15,8 @@ TORCH_LIBRARY(autoreg, m) {
         "str padding='zeros') -> Tensor");
   m.def("_warp_backward(Tensor grad, Tensor image, Tensor displacement, str interpolation, "
         "str padding, bool[2] output_mask) -> (Tensor, Tensor)");
+  m.def("_warp_mse(Tensor image, Tensor target, Tensor displacement, Tensor? weight, str padding, "
+        "bool with_grad) -> (Tensor, Tensor)");
   m.def("compose(Tensor u, Tensor v) -> Tensor");
   m.def("integrate(Tensor velocity, int steps=7) -> Tensor");
   m.def("jacobian_determinant(Tensor displacement) -> Tensor");

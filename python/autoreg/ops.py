@@ -52,6 +52,9 @@ def _register_fakes() -> None:
         lambda grad, image, displacement, interpolation, padding, output_mask:
         (image.new_empty(image.shape), displacement.new_empty(displacement.shape)))
     torch.library.register_fake("autoreg::compose")(lambda u, v: v.new_empty(v.shape))
+    torch.library.register_fake("autoreg::_warp_mse")(
+        lambda image, target, displacement, weight, padding, with_grad:
+        (displacement.new_empty(()), displacement.new_empty(displacement.shape)))
 
 
 def warp(image: torch.Tensor, displacement: torch.Tensor, interpolation: str = "linear",

@@ -37,6 +37,16 @@ at::Tensor warp(const at::Tensor& image, const at::Tensor& displacement,
                 Interpolation interpolation = Interpolation::Linear,
                 Padding padding = Padding::Zeros);
 
+// The mean squared difference between warp(image, u) (linear) and target over channels
+// and voxels: mean((warp(image, u) − target)²); with a weight (N×1×D×H×W),
+// Σ_x weight(x)·mean_c(...)² / (Σ weight + 1e-8). image and target: N×C×D×H×W on u's
+// grid. Differentiable with respect to the displacement only (image, target and weight
+// are treated as constants). On the CPU one pass gives the loss and its gradient (what
+// instance optimisation spends its time on with 12 MIND channels); elsewhere it is the
+// composite of warp and the mean.
+at::Tensor warped_mse(const at::Tensor& image, const at::Tensor& target, const at::Tensor& displacement,
+                      Padding padding = Padding::Zeros, const at::Tensor& weight = {});
+
 // The displacement of applying v, then u: w(x) = v(x) + u(x + v(x)), so that
 // warp(warp(m, u), v) ≈ warp(m, compose(u, v)). u is sampled trilinearly with border
 // padding. Both N×3×D×H×W on one grid.

@@ -176,7 +176,6 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
       adam.zero_grad();
       at::Tensor u = ops::integrate(velocity, o.integration_steps);
       if (upsampled) u = resize_field(u, fl.sizes().slice(2));
-      const at::Tensor warped = ops::warp(compared_moving, u, ops::Interpolation::Linear, ops::Padding::Border);
       at::Tensor weight;  // the masks' voxels that count (not optimised: no gradient)
       if (fixed_mask.defined() || moving_mask.defined()) {
         c10::AutoGradMode no_grad(false);
@@ -185,8 +184,14 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
           weight = weight * ops::warp(moving_mask, u.detach(), ops::Interpolation::Linear, ops::Padding::Border);
         }
       }
-      const at::Tensor loss = similarity_loss(descriptors ? Similarity::Mse : o.similarity, compared_fixed, warped, window, weight) +
-                              o.regularization * smoothness(velocity, o.regularizer, level_spacing);
+      // Squared differences (of descriptors or intensities) in one pass with their gradient.
+      const at::Tensor similarity =
+          descriptors || o.similarity == Similarity::Mse
+              ? ops::warped_mse(compared_moving, compared_fixed, u, ops::Padding::Border, weight)
+              : similarity_loss(o.similarity, compared_fixed,
+                                ops::warp(compared_moving, u, ops::Interpolation::Linear, ops::Padding::Border),
+                                window, weight);
+      const at::Tensor loss = similarity + o.regularization * smoothness(velocity, o.regularizer, level_spacing);
       loss.backward();
       adam.step();
       if (o.progress) o.progress(int(level), it, loss.item<double>());
