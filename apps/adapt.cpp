@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "autoreg/pipeline/adapt_job.h"
-#include "autoreg/pipeline/training_loop.h"
+#include "autoreg/pipeline/run_loop.h"
 #include "exit_codes.h"
 #include "run_args.h"
 

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "autoreg/pipeline/train_job.h"
-#include "autoreg/pipeline/training_loop.h"
+#include "autoreg/pipeline/run_loop.h"
 #include "exit_codes.h"
 #include "options.h"
 #include "run_args.h"

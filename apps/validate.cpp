@@ -15,7 +15,7 @@
 
 #include "autoreg/parallel/process.h"
 #include "autoreg/parallel/worker.h"
-#include "autoreg/pipeline/training_loop.h"
+#include "autoreg/pipeline/run_loop.h"
 #include "autoreg/pipeline/validate_job.h"
 #include "common_args.h"
 #include "exit_codes.h"

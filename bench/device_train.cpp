@@ -69,7 +69,7 @@ nlohmann::json train(const Args& args) {
   notes["trained_on"] = device_name(device);
   notes["recipe"] = "the default model's (" + args.get("model") + "), scripts/device-check.sh";
   notes["training_minutes"] = std::to_string(minutes);
-  notes["steps"] = std::to_string(trainer.step());
+  notes["steps"] = std::to_string(trainer.steps_done());
   notes["training_seconds"] = std::to_string(trained);
   notes["learning_rate"] = std::to_string(o.learning_rate);
   notes["dice_weight"] = std::to_string(o.dice_weight);
@@ -79,11 +79,11 @@ nlohmann::json train(const Args& args) {
   model.network->to(at::kCPU);
   registration::save_model(args.get("out"), model);
   std::fprintf(stderr, "train: wrote %s (%ld steps in %.0f s, validation Dice %.4f)\n", args.get("out").c_str(),
-               long(trainer.step()), trained, v.dice);
+               long(trainer.steps_done()), trained, v.dice);
   return {{"device", device_name(device)},
-          {"steps", trainer.step()},
+          {"steps", trainer.steps_done()},
           {"seconds", trained},
-          {"steps_per_second", double(trainer.step()) / trained},
+          {"steps_per_second", double(trainer.steps_done()) / trained},
           {"last_loss", r.loss},
           {"validation_dice", std::isfinite(v.dice) ? nlohmann::json(v.dice) : nlohmann::json()},
           {"folding_percent", v.folding_percent},

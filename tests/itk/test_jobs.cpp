@@ -212,7 +212,7 @@ TEST(SearchSettings, OnlyTheOptionsGivenAreWrittenAndTheWatcherIsTheSameSearch) 
   s.terms = "ncc9,mind";
   s.initial_objective = "ncc9=1,mind=0.1";
   s.evaluate = true;
-  s.weight_crop = 0.1 + 0.2;
+  s.search.weight_crop = 0.1 + 0.2;
   w = pipeline::to_arguments(s);
   EXPECT_EQ(read_back(value_of(w, "--budget-minutes")), 7.5);
   EXPECT_EQ(value_of(w, "--retrain-steps"), "0");
@@ -228,13 +228,13 @@ TEST(SearchSettings, OnlyTheOptionsGivenAreWrittenAndTheWatcherIsTheSameSearch) 
   bad = s;
   bad.evaluate = false;
   bad.terms = "none";
-  bad.edges = search::EdgeSet::None;
+  bad.search.edges = search::EdgeSet::None;
   EXPECT_THROW(pipeline::validate(bad), base::UsageError);
   bad = s;
   bad.terms = "ncc9,nonsense";
   EXPECT_THROW(pipeline::validate(bad), base::UsageError);
   bad = s;
-  bad.arch_path = search::Path::Sampled;  // on a mixed path: nothing sampled to take α's gradient on
+  bad.search.architecture_path = search::Path::Sampled;  // on a mixed path: nothing sampled to take α's gradient on
   EXPECT_THROW(pipeline::validate(bad), base::UsageError);
 }
 

@@ -130,7 +130,7 @@ TEST(Training, ResumeRepeatsTheUninterruptedRun) {
   Model resumed = fresh();
   Trainer c(resumed, data, o);
   c.resume(ckpt);
-  EXPECT_EQ(c.step(), 2);
+  EXPECT_EQ(c.steps_done(), 2);
   for (int s = 0; s < 2; ++s) c.train_step();
   std::filesystem::remove(ckpt);
   const auto pa = straight.network->named_parameters(), pc = resumed.network->named_parameters();

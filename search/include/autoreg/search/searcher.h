@@ -57,6 +57,7 @@
 #include "autoreg/registration/guarded_run.h"
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/objective.h"
+#include "autoreg/registration/stepped_run.h"
 #include "autoreg/registration/training_pairs.h"
 #include "autoreg/registration/training_set.h"
 #include "autoreg/search/architecture_step.h"
@@ -102,18 +103,18 @@ struct SearchStep {
 // the unrolled ω step (gradients.cpp); the levels it drives: the pair sampler
 // (slot_sampler.h), λ (objective_step.h) and α (architecture_step.h); the fault guard,
 // checkpoints and ranks (registration/guarded_run.h, shared with training).
-class Searcher {
+class Searcher : public registration::SteppedRun {
  public:
   // `info`: the grid, spacing and network options (its genotype: the operations of edges
   // that are not searched). `costs`: measured at info.grid.
   Searcher(registration::TrainingSet data, const registration::ModelInfo& info, SearchOptions options, OpCosts costs);
-  ~Searcher();
+  ~Searcher() override;
   Searcher(const Searcher&) = delete;
   Searcher& operator=(const Searcher&) = delete;
 
   SearchStep step();
-  int64_t steps_done() const { return step_; }
-  int64_t rollbacks() const { return run_.guard().rollbacks(); }  // so far (kept in checkpoints)
+  int64_t steps_done() const override { return step_; }
+  int64_t rollbacks() const override { return run_.guard().rollbacks(); }  // so far (kept in checkpoints)
   bool finished() const { return step_ >= options_.steps; }
   int64_t total_steps() const { return options_.steps; }
   // Another total (after resume(), which restores the checkpoint's): the schedule
@@ -135,10 +136,10 @@ class Searcher {
   registration::ObjectiveWeights objective() const { return objective_.weights(); }
   // Mean Dice of the network being trained on the validation pairs: the derived genotype's
   // path on a sampled path; the mixed supernet (or the base path in its warm-up) else.
-  double validate();
+  double validate() override;
   // The same evaluation with its folding (a decoupled evaluation's line).
   registration::ValidationScores validation_scores();
-  int64_t validation_pair_count() const;
+  int64_t validation_pair_count() const override;
 
   const Supernet& supernet() const { return *supernet_; }
   const OpCosts& costs() const { return costs_; }
@@ -157,11 +158,11 @@ class Searcher {
   // Data-parallel: this searcher runs the slots of `collective`'s rank, and every step's
   // sums go across the ranks; rank 0's ω, α and λ are copied to the others now. Only
   // rank 0 writes checkpoints. Needs batch ≥ the ranks. `collective` outlives the searcher.
-  void distribute(registration::Collective& collective);
-  int rank() const { return run_.rank(); }
-  registration::Collective* collective() const { return run_.collective(); }
+  void distribute(registration::Collective& collective) override;
+  int rank() const override { return run_.rank(); }
+  registration::Collective* collective() const override { return run_.collective(); }
   // Until the last checkpoint is on disk (they are written in the background).
-  void finish_checkpoints() { run_.finish_checkpoints(); }
+  void finish_checkpoints() override { run_.finish_checkpoints(); }
 
   // Fields kept in checkpoints and restored by resume(): the caller's (e.g. the time
   // spent) and "entropy_start" (α's per-edge entropy before the first update).
@@ -172,8 +173,8 @@ class Searcher {
   // checkpoint of other options, data or grid, naming what differs; it restores the total
   // number of steps too (set_total_steps changes it). restore() does the same from a
   // checkpoint already read (`path` names it in errors).
-  void save_checkpoint(const std::string& path) { run_.checkpoint(path); }
-  void resume(const std::string& path);
+  void save_checkpoint(const std::string& path) override { run_.checkpoint(path); }
+  void resume(const std::string& path) override;
   void restore(const registration::Archive& checkpoint, const std::string& path);
 
  private:

@@ -22,6 +22,7 @@
 #include "autoreg/registration/guarded_run.h"
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/objective.h"
+#include "autoreg/registration/stepped_run.h"
 #include "autoreg/registration/training_set.h"
 
 namespace torch::optim {
@@ -88,36 +89,36 @@ struct StepReport {
   double seconds_allreduce = 0;  // spent summing across ranks (data-parallel)
 };
 
-class Trainer {
+class Trainer : public SteppedRun {
  public:
   Trainer(Model& model, TrainingSet data, TrainOptions options);
-  ~Trainer();
+  ~Trainer() override;
 
   // Data-parallel from here on: this process draws its share of each step's pairs and the
   // gradients are summed across `collective`'s ranks; rank 0's weights are copied to the
   // others now. Only rank 0 writes checkpoints. `collective` outlives the trainer.
-  void distribute(Collective& collective);
-  int rank() const { return run_.rank(); }
-  Collective* collective() const { return run_.collective(); }
+  void distribute(Collective& collective) override;
+  int rank() const override { return run_.rank(); }
+  Collective* collective() const override { return run_.collective(); }
 
-  int64_t step() const { return step_; }
-  int64_t rollbacks() const { return run_.guard().rollbacks(); }
+  int64_t steps_done() const override { return step_; }
+  int64_t rollbacks() const override { return run_.guard().rollbacks(); }
   StepReport train_step();
   // Mean Dice of the validation subjects' warped label maps (nearest) against the atlas
   // (atlas mode) or of consecutive validation subjects (pairwise); NaN without labels.
-  double validate();
+  double validate() override;
   // How many labelled pairs validate() averages over (0: it returns NaN).
-  int64_t validation_pair_count() const;
+  int64_t validation_pair_count() const override;
 
   // The model, the optimiser's state, the step and the run's options (named), written
   // atomically (by rank 0 alone; every rank keeps the state as the one a fault rolls back
   // to); resume() refuses a checkpoint of other options, network or grid, naming
   // what differs.
-  void save_checkpoint(const std::string& path);
+  void save_checkpoint(const std::string& path) override;
   // Until the checkpoints handed to the background writer are on disk (throws a failed
   // write's error). Call before reporting a run complete or stopped.
-  void finish_checkpoints() { run_.finish_checkpoints(); }
-  void resume(const std::string& path);
+  void finish_checkpoints() override { run_.finish_checkpoints(); }
+  void resume(const std::string& path) override;
 
  private:
   std::vector<std::pair<std::string, std::string>> fingerprint() const;

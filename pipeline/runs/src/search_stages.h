@@ -14,7 +14,7 @@
 #include "autoreg/registration/train.h"
 #include "autoreg/search/op_cost.h"
 #include "autoreg/pipeline/search_job.h"
-#include "autoreg/pipeline/training_loop.h"
+#include "autoreg/pipeline/run_loop.h"
 #include "autoreg/search/searcher.h"
 
 namespace autoreg::pipeline::detail {
@@ -34,7 +34,7 @@ struct SearchParams {
 
   // --max-forward-ms not given: the default genotype's time (with no edge searched the
   // architecture is given, and so is its time).
-  bool default_budget() const { return !settings.max_forward_ms && settings.edges != search::EdgeSet::None; }
+  bool default_budget() const { return !settings.max_forward_ms && settings.search.edges != search::EdgeSet::None; }
   // The search's share of a time budget: all of it when the retraining has its steps.
   double search_share() const { return settings.retrain_steps ? 1.0 : 0.5; }
   double budget_minutes() const { return settings.budget_minutes.value_or(0); }

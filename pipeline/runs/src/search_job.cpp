@@ -64,41 +64,18 @@ void objective_terms(const SearchSettings& s, search::SearchOptions& o) {
       o.initial_objective.lambda[i] = kStart[i];
     }
   }
-  if (s.edges == search::EdgeSet::None && std::find(o.searched_terms.begin(), o.searched_terms.end(), true) == o.searched_terms.end()) {
+  if (s.search.edges == search::EdgeSet::None && std::find(o.searched_terms.begin(), o.searched_terms.end(), true) == o.searched_terms.end()) {
     throw UsageError("--edges none with --terms none: nothing to search (autoreg train trains a fixed network)");
   }
 }
 
+// The search's options as given, with what the job decides: the steps (or the default),
+// the forward-time budget, the batch and the objective's terms.
 search::SearchOptions search_options(const SearchSettings& s) {
-  search::SearchOptions o;
+  search::SearchOptions o = s.search;
   o.steps = s.steps.value_or(SearchSettings::kSteps);
-  o.mode = s.mode;
-  o.order = s.order;
-  o.edges = s.edges;
-  o.path = s.path;
-  o.architecture_path = s.arch_path;
   o.budget_ms = s.max_forward_ms.value_or(0);
-  o.latency_weight = s.latency_weight;
-  o.architecture_every = s.arch_every;
-  o.update_crop = s.update_crop;
-  o.weight_crop = s.weight_crop;
-  o.objective_every = s.objective_every;
-  o.warmup_fraction = s.warmup;
-  o.base_logit = s.base_logit;
-  o.weight_lr = s.learning_rate;
-  o.max_gradient_norm = s.max_gradient_norm;
-  o.architecture_lr = s.arch_lr;
-  o.architecture_weight_decay = s.arch_weight_decay;
-  o.objective_lr = s.objective_lr;
-  o.objective_scale_fixed = s.fixed_objective_scale;
-  o.spike_factor = s.max_gradient_spike;
-  o.dice_weight = s.dice_weight;
-  o.augment = s.augment;
-  o.max_rollbacks = s.max_rollbacks;
-  o.seed = s.seed;
-  o.device = s.device;
   o.batch = s.batch.value_or(1);
-  o.async_checkpoints = !s.sync_checkpoints;
   objective_terms(s, o);
   return o;
 }
@@ -207,30 +184,30 @@ void validate(const SearchSettings& s) {
   if (s.steps.value_or(1) <= 0) throw UsageError("--steps must be positive");
   if (s.retrain_steps.value_or(0) < 0) throw UsageError("--retrain-steps must be >= 0");
   if (!(s.spacing > 0)) throw UsageError("--spacing must be > 0");
-  if (!(s.learning_rate > 0 && s.arch_lr > 0 && s.objective_lr > 0)) throw UsageError("learning rates must be > 0");
-  if (s.max_forward_ms.value_or(0) < 0 || s.latency_weight < 0 || s.dice_weight < 0) {
+  if (!(s.search.weight_lr > 0 && s.search.architecture_lr > 0 && s.search.objective_lr > 0)) throw UsageError("learning rates must be > 0");
+  if (s.max_forward_ms.value_or(0) < 0 || s.search.latency_weight < 0 || s.search.dice_weight < 0) {
     throw UsageError("--max-forward-ms, --latency-weight and --dice-weight must be >= 0");
   }
-  if (s.arch_every <= 0 || s.objective_every <= 0 || s.checkpoint_every <= 0 || s.validate_every <= 0 ||
-      s.max_rollbacks < 0) {
+  if (s.search.architecture_every <= 0 || s.search.objective_every <= 0 || s.checkpoint_every <= 0 || s.validate_every <= 0 ||
+      s.search.max_rollbacks < 0) {
     throw UsageError("--arch-every, --objective-every, --checkpoint-every, --validate-every must be positive");
   }
-  if (!(s.warmup >= 0 && s.warmup < 1)) throw UsageError("--warmup must be in [0, 1)");
+  if (!(s.search.warmup_fraction >= 0 && s.search.warmup_fraction < 1)) throw UsageError("--warmup must be in [0, 1)");
   if (!(s.max_unreadable >= 0 && s.max_unreadable < 1)) throw UsageError("--max-unreadable must be in [0, 1)");
   for (int64_t size : s.grid) {
     if (size % 4 != 0) throw UsageError("--grid: the AutoReg network needs sizes that are multiples of 4");
   }
-  if (!(s.update_crop > 0 && s.update_crop <= 1)) throw UsageError("--update-crop must be in (0, 1]");
-  if (!(s.weight_crop > 0 && s.weight_crop <= 1)) throw UsageError("--weight-crop must be in (0, 1]");
-  if (s.max_gradient_norm < 0) throw UsageError("--max-gradient-norm must be >= 0");
-  if (s.arch_weight_decay < 0) throw UsageError("--arch-weight-decay must be >= 0");
-  if (s.max_gradient_spike != 0 && !(s.max_gradient_spike > 1)) throw UsageError("--max-gradient-spike must be > 1 (or 0: off)");
-  if (s.path == search::Path::Mixed && s.arch_path == search::Path::Sampled) {
+  if (!(s.search.update_crop > 0 && s.search.update_crop <= 1)) throw UsageError("--update-crop must be in (0, 1]");
+  if (!(s.search.weight_crop > 0 && s.search.weight_crop <= 1)) throw UsageError("--weight-crop must be in (0, 1]");
+  if (s.search.max_gradient_norm < 0) throw UsageError("--max-gradient-norm must be >= 0");
+  if (s.search.architecture_weight_decay < 0) throw UsageError("--arch-weight-decay must be >= 0");
+  if (s.search.spike_factor != 0 && !(s.search.spike_factor > 1)) throw UsageError("--max-gradient-spike must be > 1 (or 0: off)");
+  if (s.search.path == search::Path::Mixed && s.search.architecture_path == search::Path::Sampled) {
     throw UsageError("--arch-path sampled needs --path sampled (a mixed path has no sample to take the gradient on)");
   }
   search::SearchOptions terms;
   objective_terms(s, terms);
-  if (s.device == "cuda" && !ops::cuda_available()) throw UsageError("--device cuda: " + ops::cuda_unavailable_reason());
+  if (s.search.device == "cuda" && !ops::cuda_available()) throw UsageError("--device cuda: " + ops::cuda_unavailable_reason());
   if (s.batch && *s.batch < 1) throw UsageError("--batch must be at least 1");
   if (s.validation_threads < 1) throw UsageError("--validation-threads must be at least 1");
   if (s.evaluate && s.scale.nproc > 0) throw UsageError("--evaluate runs as one process: no --nproc");
@@ -244,26 +221,26 @@ std::vector<std::string> to_arguments(const SearchSettings& s) {
   if (s.steps) a.integer("--steps", *s.steps);
   if (s.retrain_steps) a.integer("--retrain-steps", *s.retrain_steps);
   a.grid("--grid", s.grid).number("--spacing", s.spacing);
-  a.text("--mode", to_string(s.mode)).text("--order", to_string(s.order)).text("--edges", to_string(s.edges));
-  a.text_if("--genotype", s.genotype).text("--path", to_string(s.path)).text("--arch-path", to_string(s.arch_path));
+  a.text("--mode", to_string(s.search.mode)).text("--order", to_string(s.search.order)).text("--edges", to_string(s.search.edges));
+  a.text_if("--genotype", s.genotype).text("--path", to_string(s.search.path)).text("--arch-path", to_string(s.search.architecture_path));
   if (s.max_forward_ms) a.number("--max-forward-ms", *s.max_forward_ms);
-  a.number("--latency-weight", s.latency_weight).number("--update-crop", s.update_crop);
-  a.number("--weight-crop", s.weight_crop).integer("--arch-every", s.arch_every);
-  a.integer("--objective-every", s.objective_every).number("--warmup", s.warmup).number("--base-logit", s.base_logit);
-  a.number("--lr", s.learning_rate).number("--max-gradient-norm", s.max_gradient_norm).number("--arch-lr", s.arch_lr);
-  a.number("--arch-weight-decay", s.arch_weight_decay).number("--objective-lr", s.objective_lr);
-  a.text("--objective-scale", s.fixed_objective_scale ? "fixed" : "free").number("--dice-weight", s.dice_weight);
+  a.number("--latency-weight", s.search.latency_weight).number("--update-crop", s.search.update_crop);
+  a.number("--weight-crop", s.search.weight_crop).integer("--arch-every", s.search.architecture_every);
+  a.integer("--objective-every", s.search.objective_every).number("--warmup", s.search.warmup_fraction).number("--base-logit", s.search.base_logit);
+  a.number("--lr", s.search.weight_lr).number("--max-gradient-norm", s.search.max_gradient_norm).number("--arch-lr", s.search.architecture_lr);
+  a.number("--arch-weight-decay", s.search.architecture_weight_decay).number("--objective-lr", s.search.objective_lr);
+  a.text("--objective-scale", s.search.objective_scale_fixed ? "fixed" : "free").number("--dice-weight", s.search.dice_weight);
   a.text_if("--terms", s.terms).text_if("--initial-objective", s.initial_objective).text_if("--op-cost", s.op_cost);
-  a.text_if("--cache", s.cache).flag("--no-augment", !s.augment);
+  a.text_if("--cache", s.cache).flag("--no-augment", !s.search.augment);
   a.integer("--checkpoint-every", s.checkpoint_every).integer("--validate-every", s.validate_every);
-  a.number("--max-unreadable", s.max_unreadable).integer("--max-rollbacks", s.max_rollbacks);
-  a.number("--max-gradient-spike", s.max_gradient_spike).text("--device", s.device);
+  a.number("--max-unreadable", s.max_unreadable).integer("--max-rollbacks", s.search.max_rollbacks);
+  a.number("--max-gradient-spike", s.search.spike_factor).text("--device", s.search.device);
   if (s.threads > 0) a.integer("--threads", s.threads);
   if (s.batch) a.integer("--batch", *s.batch);
   a.text("--validation", to_string(s.validation)).integer("--validation-threads", s.validation_threads);
-  a.flag("--evaluate", s.evaluate).flag("--sync-checkpoints", s.sync_checkpoints);
+  a.flag("--evaluate", s.evaluate).flag("--sync-checkpoints", !s.search.async_checkpoints);
   a.number("--collective-timeout", s.scale.collective_timeout_s);
-  a.unsigned_integer("--seed", s.seed).flag("--resume", s.resume);
+  a.unsigned_integer("--seed", s.search.seed).flag("--resume", s.resume);
   return a.words();
 }
 
@@ -275,7 +252,7 @@ void search(const SearchSettings& s) {
     return;
   }
   SearchParams p = search_params(s);
-  const parallel::Distributed dist = parallel::join_if_distributed(s.scale, s.device);
+  const parallel::Distributed dist = parallel::join_if_distributed(s.scale, s.search.device);
   p.collective = dist.collective.get();
   p.lead = dist.lead();
   if (p.settings.batch.has_value() && p.options.batch < dist.world()) {

@@ -21,6 +21,7 @@
 #include "autoreg/parallel/ranks.h"
 #include "autoreg/pipeline/run_settings.h"
 #include "autoreg/search/choices.h"
+#include "autoreg/search/search_options.h"
 
 namespace autoreg::pipeline {
 
@@ -33,41 +34,26 @@ struct SearchSettings {
   std::optional<int64_t> retrain_steps;    // none: 1000, or the rest of the budget; 0: no model
   std::array<int64_t, 3> grid{0, 0, 0};    // 0s: the reference's foreground box + 8 mm
   double spacing = 2;                      // mm
-  search::Mode mode = search::Mode::Joint;
-  search::Order order = search::Order::First;     // α's gradient
-  search::EdgeSet edges = search::EdgeSet::All;   // the searched edges
+  // The search's own options (search/search_options.h: the mode, α's gradient and paths,
+  // the searched edges, crops, update intervals, warm-up, learning rates, clipping, faults,
+  // augmentation, seed, device, background checkpoints), set as they are searched with.
+  // The job sets their steps, budget_ms, batch, searched_terms and initial_objective from
+  // the settings below (SearchParams::options).
+  search::SearchOptions search;
   std::string genotype;                    // the base genotype's file; "": the default network's
-  search::Path path = search::Path::Mixed;        // the weights' path
-  search::Path arch_path = search::Path::Mixed;   // α's gradient's path (sampled needs a sampled path)
   std::optional<double> max_forward_ms;    // none: the default network's forward time; 0: no budget
-  double latency_weight = 0;
-  double update_crop = 0.6, weight_crop = 0.6;
-  int64_t arch_every = 3, objective_every = 6;
-  double warmup = 0.5;
-  double base_logit = 3;
-  double learning_rate = 1e-3;             // the weights', search and retraining
-  double max_gradient_norm = 5;            // 0: no clipping
-  double arch_lr = 2e-2, arch_weight_decay = 1e-3, objective_lr = 3e-2;
-  bool fixed_objective_scale = true;       // --objective-scale fixed (true) or free
-  double dice_weight = 1;
   std::string terms;                       // the searched terms, comma-separated; "": the default four; "none"
   std::string initial_objective;           // starting λ; "": the defaults
   std::string op_cost;                     // operation costs measured before; "": measured (or DIR's)
   std::string cache;                       // "": <out>/cache
-  bool augment = true;
   int64_t checkpoint_every = 25, validate_every = 50;
   double max_unreadable = 0.2;
-  int64_t max_rollbacks = 5;
-  double max_gradient_spike = 20;          // 0: off
-  std::string device = "cpu";
   int threads = 0;                         // 0: LibTorch's default
   std::optional<int64_t> batch;            // global batch; none: one pair per rank (resumed: the checkpoint's)
   Validation validation = Validation::Decoupled;
   int validation_threads = 1;
   bool evaluate = false;                   // this process is the decoupled evaluation (evaluate_search)
-  bool sync_checkpoints = false;
   parallel::ScaleOut scale;
-  uint64_t seed = 0;
   bool resume = false;
   std::string executable;                  // the autoreg command for the watcher and ranks; "": executable.h
 };
@@ -85,7 +71,7 @@ void search(const SearchSettings& s);
 
 // The decoupled evaluation of the search in s.out (s.evaluate): waits for its first
 // checkpoint, then evaluates each new one until the search has exported its genotype or
-// a stop is asked for (training_loop.h).
+// a stop is asked for (run_loop.h).
 void evaluate_search(const SearchSettings& s);
 
 }  // namespace autoreg::pipeline

@@ -5,7 +5,7 @@
 
 #include "autoreg/base/errors.h"
 #include "autoreg/parallel/process.h"
-#include "library_folder.h"
+#include "autoreg/pipeline/library_folder.h"
 
 namespace autoreg::pipeline {
 

@@ -2,35 +2,28 @@
 
 #include <ATen/Parallel.h>
 
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
-#include <fstream>
-#include <optional>
 #include <sstream>
 
 #include "autoreg/base/atomic_file.h"
-#include "autoreg/base/stopwatch.h"
 #include "autoreg/io/manifest.h"
 #include "autoreg/io/volume.h"
-#include "autoreg/parallel/evaluation.h"
 #include "autoreg/parallel/failure.h"
-#include "autoreg/parallel/worker.h"
 #include "autoreg/pipeline/dataset.h"
 #include "autoreg/qc/search_report.h"
 #include "autoreg/base/errors.h"
 #include "autoreg/pipeline/run_log.h"
 #include "autoreg/parallel/ranks.h"
 #include "search_outputs.h"
-#include "autoreg/pipeline/training_loop.h"
+#include "autoreg/pipeline/run_loop.h"
 #include "validation_process.h"
 
 namespace autoreg::pipeline::detail {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
 
 std::string dice_text(double v) { return std::isfinite(v) ? std::to_string(v).substr(0, 5) : "-"; }
 
@@ -122,100 +115,66 @@ search::OpCosts operation_costs(const SearchParams& p, const Paths& out) {
   return costs;
 }
 
+namespace {
+
+// The search's steps as the run loop logs them.
+class SearchRun : public LoopedRun {
+ public:
+  SearchRun(search::Searcher& searcher, double budget) : LoopedRun(searcher), searcher_(searcher), budget_(budget) {}
+
+  LoopStep step(double seconds) override {
+    if (budget_ > 0) searcher_.set_progress(seconds / budget_);
+    last_ = searcher_.step();
+    return {last_.step, last_.rollbacks, search_log_line(searcher_, last_, seconds)};
+  }
+
+  std::string progress(const LoopStep&, double validation) const override {
+    const auto l = searcher_.objective().lambda;
+    const registration::Genotype g = searcher_.derived();
+    char text[512];
+    std::snprintf(text, sizeof text, "[%s] loss %.4f  val Dice %s  λ %.2f/%.2f/%.2f/%.2f/%.2f  %s  %.0f ms%s",
+                  search::phase_name(last_.phase), last_.loss, dice_text(validation).c_str(), l[0], l[1], l[2], l[3],
+                  l[4], g.to_string().c_str(), search::predicted_ms(searcher_.costs(), g),
+                  last_.rollbacks ? (" rollbacks " + std::to_string(last_.rollbacks)).c_str() : "");
+    return text;
+  }
+
+  const char* remedy() const override { return "smaller step sizes"; }
+  const char* name() const override { return "search"; }
+
+ private:
+  search::Searcher& searcher_;
+  double budget_;
+  search::SearchStep last_;
+};
+
+}  // namespace
+
 void search_loop(search::Searcher& searcher, const SearchParams& p, const Paths& out, double earlier) {
-  const bool lead = p.lead;
-  const std::string log_path = out.file("search.log.jsonl"), checkpoint = out.file("search.ckpt");
-  std::ofstream log;
-  if (lead) {
-    log.open(log_path, p.resume ? std::ios::app : std::ios::trunc);
-    if (!log) throw io::IoError(log_path + ": cannot write the search log");
-  }
   const double budget = p.budget_minutes() * 60 * p.search_share();  // seconds; 0: by steps
-  const auto started = Clock::now();
-  // Data-parallel, the ranks decide together after each step, in one collective: rank 0's
-  // clock is the budget's (the schedule follows it: the same phase and temperature on
-  // every rank), and a stop asked for on any rank stops them all.
-  registration::Collective* const collective = searcher.collective();
-  struct Decision {
-    double seconds;
-    bool stop;
-  };
-  const auto decide = [&]() -> Decision {
-    const double mine = earlier + base::seconds_since(started);
-    if (!collective) return {mine, pipeline::stop_requested()};
-    std::vector<at::Tensor> v{at::tensor({lead ? mine : 0.0, pipeline::stop_requested() ? 1.0 : 0.0}, at::kDouble)};
-    collective->sum(v);
-    return {v[0][0].item<double>(), v[0][1].item<double>() > 0};
-  };
-  Decision decided = decide();
-  const auto save = [&] {
-    searcher.notes["seconds"] = std::to_string(decided.seconds);
-    searcher.save_checkpoint(checkpoint);
-  };
-  const int64_t first = searcher.steps_done();
-  int64_t logged = first, rollbacks = searcher.rollbacks();
-  double validation = std::nan("");
-  std::optional<parallel::EvaluationFollower> evaluations;
-  if (!p.evaluations.empty()) evaluations.emplace(p.evaluations, first);
-  auto last_line = Clock::now() - std::chrono::hours(1);
-  while (budget > 0 ? decided.seconds < budget : !searcher.finished()) {
-    if (budget > 0) searcher.set_progress(decided.seconds / budget);
-    parallel::inject_failure(searcher.steps_done() + 1, searcher.rank());  // tests (worker.h)
-    const search::SearchStep r = searcher.step();
-    parallel::report_step(r.step);
-    if (lead && r.rollbacks > rollbacks) {
-      parallel::append_failure(out.file("failures.jsonl"), parallel::rolled_back(r.step, r.rollbacks, "smaller step sizes"));
-    }
-    rollbacks = r.rollbacks;
-    if (lead && r.step <= logged) {
-      // A rollback (non-finite step) went back to an earlier state: the log forgets the
-      // abandoned steps, as a resume would.
-      log.close();
-      pipeline::cut_log_to(log_path, r.step - 1);
-      log.open(log_path, std::ios::app);
-    }
-    logged = r.step;
-    decided = decide();
-    const bool last = budget > 0 ? decided.seconds >= budget : searcher.finished();
-    nlohmann::json line = search_log_line(searcher, r, decided.seconds);
-    if (lead && p.settings.validation == Validation::Inline && (r.step % p.settings.validate_every == 0 || last)) {
-      validation = searcher.validate();
-      if (std::isfinite(validation)) line["validation_dice"] = validation;
-      searcher.notes["validation_dice"] = std::to_string(validation);
-    }
-    if (lead && evaluations) {
-      // What the decoupled evaluation has done since the last look.
-      if (const auto e = evaluations->latest()) {
-        validation = e->dice;
-        if (std::isfinite(validation)) line["validation_dice"] = validation;
-        line["validated_step"] = e->step;
-      }
-    }
-    if (lead) log << line.dump() << "\n" << std::flush;
-    if (r.step % p.settings.checkpoint_every == 0 || last) save();
-    if (lead && (base::seconds_since(last_line) > 20 || last || r.step == first + 1)) {
-      last_line = Clock::now();
-      const double per_step = base::seconds_since(started) / double(std::max<int64_t>(1, r.step - first));
-      const double left = budget > 0 ? budget - decided.seconds : per_step * double(searcher.total_steps() - r.step);
-      const auto l = searcher.objective().lambda;
-      const registration::Genotype g = searcher.derived();
-      std::fprintf(stderr,
-                   "search step %ld%s [%s] loss %.4f  val Dice %s  λ %.2f/%.2f/%.2f/%.2f/%.2f  %s  %.0f ms%s  %.2f s/step  %s left\n",
-                   long(r.step), budget > 0 ? "" : ("/" + std::to_string(searcher.total_steps())).c_str(), search::phase_name(r.phase),
-                   r.loss, dice_text(validation).c_str(), l[0], l[1], l[2], l[3], l[4], g.to_string().c_str(),
-                   search::predicted_ms(searcher.costs(), g),
-                   r.rollbacks ? (" rollbacks " + std::to_string(r.rollbacks)).c_str() : "", per_step,
-                   pipeline::duration(std::max(0.0, left)).c_str());
-    }
-    if (last) break;
-    if (decided.stop) {
-      save();
-      searcher.finish_checkpoints();
-      throw base::Interrupted("interrupted (search) at step " + std::to_string(r.step) + ": checkpoint written; continue with --resume");
-    }
-  }
+  RunLoop loop;
+  loop.log = out.file("search.log.jsonl");
+  loop.failures = out.file("failures.jsonl");
+  loop.checkpoint = out.file("search.ckpt");
+  loop.steps = budget > 0 ? 0 : searcher.total_steps();
+  loop.budget_seconds = budget;
+  loop.earlier_seconds = earlier;
+  loop.checkpoint_every = p.settings.checkpoint_every;
+  loop.validate_every = p.settings.validate_every;
+  loop.progress_every = 0;
+  loop.progress_seconds = 20;
+  loop.label = "search step";
+  loop.validation = p.settings.validation == Validation::Inline ? Validation::Inline
+                    : p.evaluations.empty()                      ? Validation::Off
+                                                                 : Validation::Decoupled;
+  loop.evaluations = p.evaluations;
+  loop.on_validated = [&](int64_t, double dice) { searcher.notes["validation_dice"] = std::to_string(dice); };
+  loop.before_checkpoint = [&](double seconds) { searcher.notes["seconds"] = std::to_string(seconds); };
+  SearchRun run(searcher, budget);
+  const RunOutcome outcome = run_loop(run, loop);
   searcher.notes["finished"] = "1";
-  save();
+  loop.before_checkpoint(outcome.seconds);
+  searcher.save_checkpoint(loop.checkpoint);
   searcher.finish_checkpoints();
 }
 
@@ -274,7 +233,7 @@ void retrain(const SearchParams& p, const Paths& out, const registration::Traini
   registration::Model model = registration::make_model(info);
   registration::Trainer trainer(model, data, train);
   if (p.collective) trainer.distribute(*p.collective);
-  TrainingLoop loop;
+  RunLoop loop;
   loop.log = out.file("retrain.log.jsonl");
   loop.failures = out.file("failures.jsonl");
   loop.checkpoint = out.file("retrain.ckpt");
@@ -287,8 +246,8 @@ void retrain(const SearchParams& p, const Paths& out, const registration::Traini
   if (resumed) {
     trainer.resume(loop.checkpoint);
     if (p.lead) {
-      loop.earlier_seconds = pipeline::cut_log_to(loop.log, trainer.step());
-      std::fprintf(stderr, "resumed retraining from %s at step %ld\n", loop.checkpoint.c_str(), long(trainer.step()));
+      loop.earlier_seconds = pipeline::cut_log_to(loop.log, trainer.steps_done());
+      std::fprintf(stderr, "resumed retraining from %s at step %ld\n", loop.checkpoint.c_str(), long(trainer.steps_done()));
     }
   }
   // Validation decoupled by default, as train's: a watcher process evaluates DIR/retrain.ckpt
@@ -307,13 +266,13 @@ void retrain(const SearchParams& p, const Paths& out, const registration::Traini
   v.executable = p.settings.executable;
   const std::unique_ptr<ValidationProcess> watcher =
       start_validation(v, p.settings.validation, p.lead, trainer.validation_pair_count() > 0, loop);
-  const TrainingOutcome outcome = pipeline::run_training(trainer, loop);
+  const RunOutcome outcome = pipeline::run_training(trainer, loop);
   if (!p.lead) return;
   double validation = outcome.validation_dice;
   if (watcher) {
     // The watcher evaluates the last checkpoint, then ends: the model's Dice is its.
     for (const auto& e : watcher->finish()) {
-      if (e.step == trainer.step()) validation = e.dice;
+      if (e.step == trainer.steps_done()) validation = e.dice;
     }
   }
   std::time_t now = std::time(nullptr);
@@ -330,20 +289,20 @@ void retrain(const SearchParams& p, const Paths& out, const registration::Traini
   notes["search_validation_dice"] = summary["validation_dice"].dump();
   notes["forward_ms_measured"] = std::to_string(summary["measured_forward_ms"].get<double>());
   notes["forward_budget_ms"] = std::to_string(p.options.budget_ms);
-  notes["steps"] = std::to_string(trainer.step());
+  notes["steps"] = std::to_string(trainer.steps_done());
   notes["training_seconds"] = std::to_string(outcome.seconds);
   notes["dice_weight"] = std::to_string(train.dice_weight);
   notes["learning_rate"] = std::to_string(train.learning_rate);
   if (std::isfinite(validation)) notes["validation_dice"] = std::to_string(validation);
   registration::save_model(out.file("model.autoreg"), model);
-  summary["retrain_steps"] = trainer.step();
+  summary["retrain_steps"] = trainer.steps_done();
   summary["retrain_seconds"] = outcome.seconds;
   summary["retrain_validation_dice"] = std::isfinite(validation) ? nlohmann::json(validation) : nlohmann::json();
   base::write_file_atomically(out.file("genotype.json"), summary.dump(1) + "\n");
   base::write_file_atomically(out.file("report.html"),
                         qc::render_search_report(log_with_evaluations(out.file("search.log.jsonl"), out.file("search.validation.jsonl")), summary));
   std::fprintf(stderr, "wrote %s (retrained %ld steps; validation Dice %s)\n", out.file("model.autoreg").c_str(),
-               long(trainer.step()), dice_text(validation).c_str());
+               long(trainer.steps_done()), dice_text(validation).c_str());
 }
 
 }  // namespace autoreg::pipeline::detail

@@ -8,7 +8,7 @@
 // environment names a rank (torchrun, srun, the --nproc supervisor), the ranks train
 // data-parallel: rank 0 alone preprocesses, logs, checkpoints and writes the model;
 // failures are diagnosed in <out>.failures.jsonl. SIGINT/SIGTERM (after
-// install_stop_handlers, training_loop.h) write a checkpoint and end it with
+// install_stop_handlers, run_loop.h) write a checkpoint and end it with
 // base::Interrupted.
 #pragma once
 

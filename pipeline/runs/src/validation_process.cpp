@@ -68,7 +68,7 @@ std::vector<parallel::EvaluatedStep> ValidationProcess::finish() {
 }
 
 std::unique_ptr<ValidationProcess> start_validation(const ValidationRun& run, Validation mode, bool lead,
-                                                    bool has_pairs, TrainingLoop& loop) {
+                                                    bool has_pairs, RunLoop& loop) {
   std::unique_ptr<ValidationProcess> watcher;
   if (lead && mode == Validation::Decoupled && has_pairs) watcher = std::make_unique<ValidationProcess>(run);
   loop.validation = watcher ? Validation::Decoupled : mode == Validation::Inline ? Validation::Inline : Validation::Off;

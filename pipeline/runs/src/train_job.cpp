@@ -20,7 +20,7 @@
 #include "autoreg/pipeline/exit_codes.h"
 #include "autoreg/pipeline/output_files.h"
 #include "autoreg/pipeline/run_log.h"
-#include "autoreg/pipeline/training_loop.h"
+#include "autoreg/pipeline/run_loop.h"
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/train.h"
 #include "validation_process.h"
@@ -157,12 +157,12 @@ TrainResult train_rank(const TrainSettings& s, parallel::Distributed& dist) {
     std::fprintf(stderr, "note: no validation Dice: it needs labelled 'val' subjects and %s\n",
                  data.atlas ? "an atlas with labels" : "at least two of them (pairwise mode)");
   }
-  TrainingLoop loop;
+  RunLoop loop;
   if (resume) {
     trainer.resume(checkpoint);
     if (lead) {
-      loop.earlier_seconds = cut_log_to(log, trainer.step());
-      std::fprintf(stderr, "resumed from %s at step %ld\n", checkpoint.c_str(), long(trainer.step()));
+      loop.earlier_seconds = cut_log_to(log, trainer.steps_done());
+      std::fprintf(stderr, "resumed from %s at step %ld\n", checkpoint.c_str(), long(trainer.steps_done()));
     }
   }
   // Decoupled validation: a watcher process evaluates the checkpoints (rank 0 starts it).
@@ -186,8 +186,8 @@ TrainResult train_rank(const TrainSettings& s, parallel::Distributed& dist) {
   loop.steps = o.steps;
   loop.checkpoint_every = s.checkpoint_every;
   loop.validate_every = s.validate_every;
-  const TrainingOutcome outcome = run_training(trainer, loop);
-  TrainResult result{s.out, trainer.step(), outcome.validation_dice, outcome.seconds, lead};
+  const RunOutcome outcome = run_training(trainer, loop);
+  TrainResult result{s.out, trainer.steps_done(), outcome.validation_dice, outcome.seconds, lead};
   if (!lead) return result;
   if (watcher) {
     // The watcher evaluates the last checkpoint, then ends: the model's Dice is its.
@@ -195,19 +195,19 @@ TrainResult train_rank(const TrainSettings& s, parallel::Distributed& dist) {
     const parallel::EvaluatedStep* best = nullptr;
     for (const auto& e : evaluated) {
       if (e.best) best = &e;
-      if (e.step == trainer.step()) result.validation_dice = e.dice;
+      if (e.step == trainer.steps_done()) result.validation_dice = e.dice;
     }
     if (std::isfinite(result.validation_dice)) {
-      std::fprintf(stderr, "validation Dice %.4f at step %ld\n", result.validation_dice, long(trainer.step()));
+      std::fprintf(stderr, "validation Dice %.4f at step %ld\n", result.validation_dice, long(trainer.steps_done()));
     }
     if (best) {
       std::fprintf(stderr, "best validation Dice %.4f at step %ld: %s.best.ckpt\n", best->dice, long(best->step),
                    s.out.c_str());
     }
   }
-  note_training(model.info, s, o, data, trainer.step(), result.validation_dice, outcome.seconds);
+  note_training(model.info, s, o, data, trainer.steps_done(), result.validation_dice, outcome.seconds);
   registration::save_model(s.out, model);
-  std::fprintf(stderr, "wrote %s (%ld steps, %s this run)\n", s.out.c_str(), long(trainer.step()),
+  std::fprintf(stderr, "wrote %s (%ld steps, %s this run)\n", s.out.c_str(), long(trainer.steps_done()),
                duration(outcome.seconds_this_run).c_str());
   return result;
 }

@@ -13,7 +13,7 @@
 #include "autoreg/io/volume.h"
 #include "autoreg/parallel/evaluation.h"
 #include "autoreg/pipeline/dataset.h"
-#include "autoreg/pipeline/training_loop.h"
+#include "autoreg/pipeline/run_loop.h"
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/training_pairs.h"
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "autoreg/parallel/evaluation.h"
-#include "autoreg/pipeline/training_loop.h"
+#include "autoreg/pipeline/run_loop.h"
 #include "autoreg/registration/similarity.h"
 
 namespace autoreg::pipeline {
@@ -56,6 +56,6 @@ class ValidationProcess {
 // decoupled one starts `run`'s watcher (returned) on the lead rank when there are pairs
 // to validate; without them it is off; inline stays inline.
 std::unique_ptr<ValidationProcess> start_validation(const ValidationRun& run, Validation mode, bool lead,
-                                                    bool has_pairs, TrainingLoop& loop);
+                                                    bool has_pairs, RunLoop& loop);
 
 }  // namespace autoreg::pipeline

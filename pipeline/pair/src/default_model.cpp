@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "library_folder.h"
+#include "autoreg/pipeline/library_folder.h"
 
 namespace autoreg::pipeline {
 

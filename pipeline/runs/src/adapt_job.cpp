@@ -18,7 +18,7 @@
 #include "autoreg/pipeline/default_model.h"
 #include "autoreg/pipeline/output_files.h"
 #include "autoreg/pipeline/run_log.h"
-#include "autoreg/pipeline/training_loop.h"
+#include "autoreg/pipeline/run_loop.h"
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/train.h"
 
@@ -188,12 +188,12 @@ void adapt_job(const AdaptSettings& s) {
   std::fprintf(stderr, "training %ld parameters\n", long(adapted.parameters));
 
   Best best{p.best};
-  TrainingLoop loop;
+  RunLoop loop;
   if (s.run.resume) {
     trainer.resume(checkpoint);
-    loop.earlier_seconds = cut_log_to(p.log, trainer.step());
+    loop.earlier_seconds = cut_log_to(p.log, trainer.steps_done());
     best.read();
-    std::fprintf(stderr, "resumed from %s at step %ld\n", checkpoint.c_str(), long(trainer.step()));
+    std::fprintf(stderr, "resumed from %s at step %ld\n", checkpoint.c_str(), long(trainer.steps_done()));
   } else {
     std::error_code ec;
     fs::remove(best.path, ec);  // a fresh run's best is its own
@@ -207,7 +207,7 @@ void adapt_job(const AdaptSettings& s) {
     snapshot.info.notes["adapt_best_dice"] = std::to_string(dice);
     registration::save_model(best.path, snapshot);
   };
-  if (trainer.step() == 0 && trainer.validation_pair_count() > 0) {
+  if (trainer.steps_done() == 0 && trainer.validation_pair_count() > 0) {
     // The model as it comes is a candidate too: adaptation that does not help is not kept.
     const double dice = trainer.validate();
     std::fprintf(stderr, "validation Dice before adaptation %.4f\n", dice);
@@ -224,25 +224,25 @@ void adapt_job(const AdaptSettings& s) {
   if (loop.validation == Validation::Off) {
     std::fprintf(stderr, "note: no validation: the last step is kept (labelled 'val' rows, two or more, pick the best)\n");
   }
-  const TrainingOutcome outcome = run_training(trainer, loop);
+  const RunOutcome outcome = run_training(trainer, loop);
 
   registration::Model result = model;
   if (best.dice >= 0) {
     result = registration::load_model(best.path);
     std::fprintf(stderr, "best validation Dice %.4f at step %ld (of %ld)\n", best.dice, long(best.step),
-                 long(trainer.step()));
+                 long(trainer.steps_done()));
   }
   result.network->to(at::kCPU);
   if (s.method == AdaptMethod::Ftm && registration::weights_checksum(*result.network) != adapted.base_checksum) {
     throw std::logic_error("ftm adaptation changed the network's weights");  // a bug, never bad input
   }
-  adapted.steps_run = trainer.step();
+  adapted.steps_run = trainer.steps_done();
   adapted.learning_rate = o.learning_rate;
   adapted.seconds = outcome.seconds;
   note_adaptation(result.info, s, p, best, adapted);
   registration::save_model(p.out, result);
   std::fprintf(stderr, "wrote %s (%s, %ld steps, %s this run)\n", p.out.c_str(), to_string(s.method),
-               long(trainer.step()), duration(outcome.seconds_this_run).c_str());
+               long(trainer.steps_done()), duration(outcome.seconds_this_run).c_str());
 }
 
 }  // namespace
