@@ -32,3 +32,22 @@ def test_fresh_environment_installs_the_wheel(tmp_path):
                          env={**os.environ, "VENV": str(venv)})
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("ok (80, 80, 96)")
+
+
+def test_the_wheel_carries_the_command(tmp_path):
+    """`autoreg` (the script pip writes, autoreg_cli) runs the program inside the wheel."""
+    wheels = glob.glob(str(BUILD / "python-dist" / "autoreg-*.whl"))
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--no-index", wheels[0]],
+                   check=True)
+    command = venv / "bin" / "autoreg"
+    out = subprocess.run([str(command), "register", "--help"], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "--out-field" in out.stdout
+    # A bad input is the program's own error and exit code (2: bad input), not Python's.
+    out = subprocess.run([str(command), "register", "--fixed", str(tmp_path / "none.nii.gz"), "--moving",
+                          str(tmp_path / "none.nii.gz"), "--out-field", str(tmp_path / "f.nii.gz"),
+                          "--out-warped", str(tmp_path / "w.nii.gz")], capture_output=True, text=True)
+    assert out.returncode == 2, (out.returncode, out.stderr)
+    assert "none.nii.gz" in out.stderr

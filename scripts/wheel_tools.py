@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""The self-contained wheel's last step and its checks (scripts/build-wheel.sh,
+scripts/check-wheel.sh, docs/install.md#the-wheel).
+
+  wheel_tools.py finish WHEEL --out DIR
+      after `auditwheel repair`: every ELF file that needs torch's libraries (LibTorch,
+      and CUDA's for the plugin) gets RUNPATH entries to torch beside the package
+      (site-packages/torch/lib, site-packages/nvidia/cu13/lib), which auditwheel drops
+      as pointing outside the wheel; the licences of the bundled system libraries
+      (Debian's copyright files) go into autoreg/third_party_licenses with an index;
+      the wheel is written again with its RECORD.
+  wheel_tools.py check WHEEL
+      the wheel's contents and its libraries' dependencies: the command, the libraries,
+      the default model, the licences; every library an ELF file needs is in the wheel,
+      on the manylinux policy's list, or torch's. Prints what it found; exits 1 on a
+      problem.
+
+Needs patchelf and readelf (binutils). Only the standard library of Python.
+"""
+import argparse
+import base64
+import csv
+import fnmatch
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+# What torch's wheel (and its NVIDIA dependencies) provides; never bundled.
+TORCH_LIBS = ["libtorch*", "libc10*", "libgomp*", "libshm*", "libcudart*", "libcupti*", "libnvrtc*",
+              "libcublas*", "libcudnn*", "libnccl*", "libcusparse*", "libcufft*", "libcurand*", "libnvJitLink*",
+              "libnvToolsExt*", "libcusolver*", "libcufile*", "libnvshmem*"]
+CUDA_LIBS = ["libcudart*", "libcupti*", "libnccl*", "libnvrtc*", "libcublas*", "libcudnn*"]
+
+
+def is_torch(name):
+    return any(fnmatch.fnmatch(name, p) for p in TORCH_LIBS)
+
+
+def is_elf(path):
+    with open(path, "rb") as f:
+        return f.read(4) == b"\x7fELF"
+
+
+def needed(path):
+    out = subprocess.run(["readelf", "-d", path], capture_output=True, text=True, check=True).stdout
+    return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", out)
+
+
+def runpath(path):
+    out = subprocess.run(["patchelf", "--print-rpath", path], capture_output=True, text=True, check=True).stdout
+    return [p for p in out.strip().split(":") if p]
+
+
+def elf_files(root):
+    for folder, _, files in os.walk(root):
+        for f in files:
+            p = os.path.join(folder, f)
+            if not os.path.islink(p) and is_elf(p):
+                yield p
+
+
+def record_line(root, rel):
+    with open(os.path.join(root, rel), "rb") as f:
+        data = f.read()
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return [rel, f"sha256={digest}", str(len(data))]
+
+
+def write_wheel(root, path):
+    """Zips the unpacked wheel at `root` into `path`, its RECORD written anew."""
+    dist_info = next(d for d in os.listdir(root) if d.endswith(".dist-info"))
+    record = f"{dist_info}/RECORD"
+    files = []
+    for folder, _, names in os.walk(root):
+        for n in names:
+            rel = os.path.relpath(os.path.join(folder, n), root).replace(os.sep, "/")
+            if rel != record:
+                files.append(rel)
+    files.sort(key=lambda r: (r.startswith(dist_info), r))  # dist-info last, as wheels do
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    for rel in files:
+        writer.writerow(record_line(root, rel))
+    writer.writerow([record, "", ""])
+    tmp = path + ".part"
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as z:
+        for rel in files:
+            info = zipfile.ZipInfo.from_file(os.path.join(root, rel), rel)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            with open(os.path.join(root, rel), "rb") as f:
+                z.writestr(info, f.read(), compresslevel=6)
+        z.writestr(record, buffer.getvalue())
+    os.replace(tmp, path)
+
+
+def original_soname(bundled):
+    """libITKCommon-5-15084a0b.2.so.1 (auditwheel's name: a hash before the first dot)
+    → libITKCommon-5.2.so.1."""
+    return re.sub(r"-[0-9a-f]{8}(?=\.)", "", bundled, count=1)
+
+
+def system_path(soname):
+    out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+    for line in out.splitlines():
+        m = re.match(r"\s*(\S+) \(libc6,x86-64[^)]*\) => (\S+)", line)
+        if m and m.group(1) == soname:
+            return m.group(2)
+    for d in ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib", "/usr/local/lib"):
+        if os.path.exists(os.path.join(d, soname)):
+            return os.path.join(d, soname)
+    return None
+
+
+def debian_package(path):
+    for candidate in (path, os.path.realpath(path)):
+        for p in (candidate, candidate.replace("/usr/lib/", "/lib/", 1), candidate.replace("/lib/", "/usr/lib/", 1)):
+            r = subprocess.run(["dpkg", "-S", p], capture_output=True, text=True)
+            if r.returncode == 0:
+                return r.stdout.split(":")[0].strip()
+    return None
+
+
+def add_licences(root):
+    """autoreg/third_party_licenses: one copyright file per Debian package bundled."""
+    libs_dir = next((os.path.join(root, d) for d in os.listdir(root) if d.endswith(".libs")), None)
+    target = os.path.join(root, "autoreg", "third_party_licenses")
+    os.makedirs(target, exist_ok=True)
+    index = ["The system libraries bundled in this wheel (autoreg.libs/), the Debian package each",
+             "was taken from, and its copyright and licence file here. torch and CUDA are not",
+             "bundled: they are the torch package's own.", ""]
+    packages = {}
+    missing = []
+    for lib in sorted(os.listdir(libs_dir)) if libs_dir else []:
+        soname = original_soname(lib)
+        path = system_path(soname)
+        package = debian_package(path) if path else None
+        if not package:
+            missing.append(lib)
+            index.append(f"{lib}  ({soname}): package not found")
+            continue
+        version = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True).stdout
+        index.append(f"{lib}  ({soname})  {package} {version}  {package}.txt")
+        packages[package] = version
+    for package in packages:
+        src = f"/usr/share/doc/{package}/copyright"
+        if os.path.exists(src):
+            shutil.copyfile(src, os.path.join(target, f"{package}.txt"))
+        else:
+            missing.append(f"{package} (no {src})")
+    with open(os.path.join(target, "README.txt"), "w") as f:
+        f.write("\n".join(index) + "\n")
+    return packages, missing
+
+
+def finish(args):
+    wheel = os.path.abspath(args.wheel)
+    with tempfile.TemporaryDirectory() as tmp:
+        with zipfile.ZipFile(wheel) as z:
+            z.extractall(tmp)
+        patched = []
+        for f in elf_files(tmp):
+            libs = needed(f)
+            if not any(is_torch(n) for n in libs):
+                continue
+            site = os.path.relpath(tmp, os.path.dirname(f))  # the site-packages folder, relative
+            extra = [f"$ORIGIN/{site}/torch/lib"]
+            if any(fnmatch.fnmatch(n, p) for n in libs for p in CUDA_LIBS):
+                extra.append(f"$ORIGIN/{site}/nvidia/cu13/lib")
+            entries = [e for e in runpath(f) if e not in extra] + extra
+            subprocess.run(["patchelf", "--set-rpath", ":".join(entries), f], check=True)
+            patched.append(os.path.relpath(f, tmp))
+        for f in elf_files(tmp):  # executables keep their mode through the zip
+            if "/bin/" in f:
+                os.chmod(f, 0o755)
+        packages, missing = add_licences(tmp)
+        os.makedirs(args.out, exist_ok=True)
+        out = os.path.join(args.out, os.path.basename(wheel))
+        write_wheel(tmp, out)
+    print(f"wheel_tools finish: {out}: RUNPATH to torch in {len(patched)} files; licences of {len(packages)} Debian packages")
+    if missing:
+        print("wheel_tools finish: no licence found for: " + ", ".join(missing), file=sys.stderr)
+        return 1
+    return 0
+
+
+def manylinux_list(policy):
+    import auditwheel  # only for its policy's list of libraries a system provides
+    path = os.path.join(os.path.dirname(auditwheel.__file__), "policy", "manylinux-policy.json")
+    for p in json.load(open(path)):
+        if p["name"] == policy:
+            return set(p["lib_whitelist"])
+    raise SystemExit(f"wheel_tools: no manylinux policy {policy}")
+
+
+def check(args):
+    wheel = os.path.abspath(args.wheel)
+    m = re.search(r"-(manylinux_\d+_\d+)_x86_64\.whl$", wheel)
+    problems = []
+    if not m:
+        problems.append(f"{os.path.basename(wheel)}: not tagged manylinux_2_NN_x86_64")
+    # The policy's list, and the dynamic loader itself (part of glibc, always there).
+    allowed = manylinux_list(m.group(1) if m else "manylinux_2_36") | {"ld-linux-x86-64.so.2"}
+    with tempfile.TemporaryDirectory() as tmp:
+        with zipfile.ZipFile(wheel) as z:
+            names = z.namelist()
+            z.extractall(tmp)
+        for must in ("autoreg/bin/autoreg", "autoreg/share/autoreg/default.autoreg", "autoreg/lib/libautoreg_pair.so",
+                     "autoreg/lib/libautoreg_runs.so", "autoreg/lib/libautoreg_ops.so", "autoreg_cli/__init__.py",
+                     "autoreg/third_party_licenses/README.txt"):
+            if must not in names:
+                problems.append(f"missing {must}")
+        if not any(n.endswith("entry_points.txt") for n in names):
+            problems.append("no entry_points.txt (the autoreg command)")
+        bundled = sorted(n.split("/")[-1] for n in names if n.startswith("autoreg.libs/"))
+        inside = {os.path.basename(f) for f in elf_files(tmp)}
+        checked = 0
+        for f in elf_files(tmp):
+            checked += 1
+            for n in needed(f):
+                if n in inside or n in allowed or is_torch(n):
+                    continue
+                problems.append(f"{os.path.relpath(f, tmp)} needs {n}: neither in the wheel, on {m.group(1) if m else '?'}'s list nor torch's")
+            if any(is_torch(n) for n in needed(f)) and not any("torch/lib" in e for e in runpath(f)):
+                problems.append(f"{os.path.relpath(f, tmp)} needs torch but has no RUNPATH to torch/lib")
+        licences = [n for n in names if n.startswith("autoreg/third_party_licenses/") and n.endswith(".txt")]
+    size = os.path.getsize(wheel) / 2**20
+    print(f"wheel_tools check: {os.path.basename(wheel)} ({size:.0f} MiB): {checked} ELF files, "
+          f"{len(bundled)} bundled libraries, {len(licences) - 1} licence files")
+    for p in problems:
+        print(f"  problem: {p}")
+    return 1 if problems else 0
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    f = sub.add_parser("finish")
+    f.add_argument("wheel")
+    f.add_argument("--out", required=True)
+    c = sub.add_parser("check")
+    c.add_argument("wheel")
+    args = parser.parse_args()
+    return finish(args) if args.command == "finish" else check(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
