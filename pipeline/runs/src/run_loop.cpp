@@ -76,120 +76,152 @@ Validation parse_validation(const std::string& name) {
   throw base::UsageError("--validation: decoupled, inline or off, not '" + name + "'");
 }
 
-RunOutcome run_loop(LoopedRun& looped, const RunLoop& loop) {
-  registration::SteppedRun& run = looped.run();
-  const bool lead = run.rank() == 0;
-  std::ofstream log;
-  if (lead) {
-    log.open(loop.log, run.steps_done() > 0 ? std::ios::app : std::ios::trunc);
-    if (!log) throw io::IoError(loop.log + ": cannot write the run's log");
+namespace {
+
+// One run of the loop: its clock, log, validation and progress line.
+class Loop {
+ public:
+  Loop(LoopedRun& looped, const RunLoop& loop)
+      : looped_(looped), run_(looped.run()), loop_(loop), lead_(run_.rank() == 0), first_(run_.steps_done()),
+        logged_(first_), rollbacks_(run_.rollbacks()), evaluations_(loop.evaluations, first_),
+        steps_(loop.steps > 0 ? loop.steps : std::numeric_limits<int64_t>::max()) {
+    if (lead_) {
+      log_.open(loop.log, first_ > 0 ? std::ios::app : std::ios::trunc);
+      if (!log_) throw io::IoError(loop.log + ": cannot write the run's log");
+    }
   }
-  const auto started = Clock::now();
-  const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - started).count(); };
-  // Data-parallel, the ranks decide together after each step, in one collective (their
-  // clocks and signals differ): rank 0's clock is the budget's (a search's schedule
-  // follows it: the same phase and temperature on every rank), and a stop asked for on
-  // any rank stops them all. Alone, the stop is read at the end of the step.
-  registration::Collective* const collective = run.collective();
+
+  RunOutcome run() {
+    Decision decided = decide();
+    while (!done(run_.steps_done(), decided.seconds)) {
+      parallel::inject_failure(run_.steps_done() + 1, run_.rank());  // tests (worker.h)
+      LoopStep r = looped_.step(decided.seconds);
+      parallel::report_step(r.step);
+      if (lead_) after_rollback(r);
+      rollbacks_ = r.rollbacks;
+      logged_ = r.step;
+      decided = decide();
+      const bool last = done(r.step, decided.seconds);
+      if (lead_) validate(r, last);
+      r.line["seconds"] = decided.seconds;
+      if (checkpoint_seconds_ >= 0) r.line["checkpoint_seconds"] = checkpoint_seconds_;  // the stepping thread's share
+      checkpoint_seconds_ = -1;
+      if (lead_) log_ << r.line.dump() << "\n" << std::flush;
+      if (r.step % loop_.checkpoint_every == 0 || last) {
+        const auto before = Clock::now();
+        checkpoint(decided.seconds);
+        checkpoint_seconds_ = std::chrono::duration<double>(Clock::now() - before).count();
+      }
+      if (lead_) progress(r, last, decided.seconds);
+      if (last) break;
+      if (decided.stop) {
+        checkpoint(decided.seconds);
+        run_.finish_checkpoints();
+        const std::string name = looped_.name();
+        throw base::Interrupted("interrupted" + (name.empty() ? "" : " (" + name + ")") + " at step " +
+                                std::to_string(r.step) + ": checkpoint " + loop_.checkpoint +
+                                " written; continue with --resume");
+      }
+    }
+    run_.finish_checkpoints();
+    return {validation_, loop_.earlier_seconds + elapsed(), elapsed()};
+  }
+
+ private:
   struct Decision {
     double seconds;  // the run's time, all runs (rank 0's)
     bool stop;
   };
-  const auto decide = [&]() -> Decision {
-    const double mine = loop.earlier_seconds + elapsed();
+
+  double elapsed() const { return std::chrono::duration<double>(Clock::now() - started_).count(); }
+
+  // Data-parallel, the ranks decide together after each step, in one collective (their
+  // clocks and signals differ): rank 0's clock is the budget's (a search's schedule
+  // follows it: the same phase and temperature on every rank), and a stop asked for on
+  // any rank stops them all. Alone, the stop is read at the end of the step.
+  Decision decide() const {
+    const double mine = loop_.earlier_seconds + elapsed();
+    registration::Collective* const collective = run_.collective();
     if (!collective) return {mine, stop_requested()};
-    std::vector<at::Tensor> v{at::tensor({lead ? mine : 0.0, stop_requested() ? 1.0 : 0.0}, at::kDouble)};
+    std::vector<at::Tensor> v{at::tensor({lead_ ? mine : 0.0, stop_requested() ? 1.0 : 0.0}, at::kDouble)};
     collective->sum(v);
     return {v[0][0].item<double>(), v[0][1].item<double>() > 0};
-  };
-  const int64_t steps = loop.steps > 0 ? loop.steps : std::numeric_limits<int64_t>::max();
-  const auto done = [&](int64_t step, double seconds) {
-    return step >= steps || (loop.budget_seconds > 0 && seconds >= loop.budget_seconds);
-  };
-  const auto checkpoint = [&](double seconds) {
-    if (loop.before_checkpoint) loop.before_checkpoint(seconds);
-    run.save_checkpoint(loop.checkpoint);
-  };
-  const int64_t first = run.steps_done();
-  double validation = std::nan("");
-  int64_t logged = first;
-  int64_t rollbacks = run.rollbacks();  // so far: a step that adds one rolled back
-  parallel::EvaluationFollower evaluations(loop.evaluations, first);  // decoupled validation's results
-  const bool decoupled = loop.validation == Validation::Decoupled && !loop.evaluations.empty();
-  double checkpoint_seconds = -1;  // the last checkpoint's time in this thread, logged with the next step
-  auto last_line = Clock::now();
-  Decision decided = decide();
-  while (!done(run.steps_done(), decided.seconds)) {
-    parallel::inject_failure(run.steps_done() + 1, run.rank());  // tests (worker.h)
-    LoopStep r = looped.step(decided.seconds);
-    parallel::report_step(r.step);
-    if (lead && r.rollbacks > rollbacks && !loop.failures.empty()) {
-      parallel::append_failure(loop.failures, parallel::rolled_back(r.step, r.rollbacks, looped.remedy()));
+  }
+
+  bool done(int64_t step, double seconds) const {
+    return step >= steps_ || (loop_.budget_seconds > 0 && seconds >= loop_.budget_seconds);
+  }
+
+  void checkpoint(double seconds) {
+    if (loop_.before_checkpoint) loop_.before_checkpoint(seconds);
+    run_.save_checkpoint(loop_.checkpoint);
+  }
+
+  // A step that rolled back (a non-finite step or a gradient spike) is recorded, and the
+  // log forgets the abandoned steps, as a resume would.
+  void after_rollback(const LoopStep& r) {
+    if (r.rollbacks > rollbacks_ && !loop_.failures.empty()) {
+      parallel::append_failure(loop_.failures, parallel::rolled_back(r.step, r.rollbacks, looped_.remedy()));
     }
-    if (lead && r.step <= logged) {
-      // A rollback (a non-finite step or a gradient spike) went back to an earlier state:
-      // the log forgets the abandoned steps, as a resume would.
-      log.close();
-      cut_log_to(loop.log, r.step - 1);
-      log.open(loop.log, std::ios::app);
-      std::fprintf(stderr, "%s %ld: rolled back to the last good state with %s (%ld so far)\n", loop.label.c_str(),
-                   long(r.step), looped.remedy(), long(r.rollbacks));
+    if (r.step > logged_) return;
+    log_.close();
+    cut_log_to(loop_.log, r.step - 1);
+    log_.open(loop_.log, std::ios::app);
+    std::fprintf(stderr, "%s %ld: rolled back to the last good state with %s (%ld so far)\n", loop_.label.c_str(),
+                 long(r.step), looped_.remedy(), long(r.rollbacks));
+  }
+
+  // Inline validation at its steps, or what the watcher has evaluated since the last look.
+  void validate(LoopStep& r, bool last) {
+    if (loop_.validation == Validation::Inline && (r.step % loop_.validate_every == 0 || last)) {
+      validation_ = run_.validate();
+      if (std::isfinite(validation_)) r.line["validation_dice"] = validation_;
+      if (loop_.on_validated) loop_.on_validated(r.step, validation_);
     }
-    rollbacks = r.rollbacks;
-    logged = r.step;
-    decided = decide();
-    const bool last = done(r.step, decided.seconds);
-    nlohmann::json& line = r.line;
-    if (lead && loop.validation == Validation::Inline && (r.step % loop.validate_every == 0 || last)) {
-      validation = run.validate();
-      if (std::isfinite(validation)) line["validation_dice"] = validation;
-      if (loop.on_validated) loop.on_validated(r.step, validation);
-    }
-    if (lead && decoupled) {
-      // What the watcher has evaluated since the last look.
-      if (const auto e = evaluations.latest()) {
-        validation = e->dice;
-        if (std::isfinite(validation)) line["validation_dice"] = validation;
-        line["validated_step"] = e->step;
+    if (loop_.validation == Validation::Decoupled && !loop_.evaluations.empty()) {
+      if (const auto e = evaluations_.latest()) {
+        validation_ = e->dice;
+        if (std::isfinite(validation_)) r.line["validation_dice"] = validation_;
+        r.line["validated_step"] = e->step;
       }
-    }
-    line["seconds"] = decided.seconds;
-    if (checkpoint_seconds >= 0) line["checkpoint_seconds"] = checkpoint_seconds;  // the stepping thread's share
-    checkpoint_seconds = -1;
-    if (lead) log << line.dump() << "\n" << std::flush;
-    if (r.step % loop.checkpoint_every == 0 || last) {
-      const auto before = Clock::now();
-      checkpoint(decided.seconds);
-      checkpoint_seconds = std::chrono::duration<double>(Clock::now() - before).count();
-    }
-    const bool by_steps = loop.progress_every > 0 && r.step % loop.progress_every == 0;
-    const bool by_time =
-        loop.progress_seconds > 0 && std::chrono::duration<double>(Clock::now() - last_line).count() > loop.progress_seconds;
-    if (lead && (by_steps || by_time || last || r.step == first + 1)) {
-      last_line = Clock::now();
-      const double per_step = elapsed() / double(std::max<int64_t>(1, r.step - first));
-      double left = loop.steps > 0 ? per_step * double(loop.steps - r.step) : 0;
-      if (loop.budget_seconds > 0) {
-        const double budget_left = loop.budget_seconds - decided.seconds;
-        left = loop.steps > 0 ? std::min(left, budget_left) : budget_left;
-      }
-      const std::string total = loop.steps > 0 && loop.steps < (int64_t(1) << 40) ? "/" + std::to_string(loop.steps) : "";
-      std::fprintf(stderr, "%s %ld%s  %s  %.2f s/step  %s left\n", loop.label.c_str(), long(r.step), total.c_str(),
-                   looped.progress(r, validation).c_str(), per_step, duration(std::max(0.0, left)).c_str());
-    }
-    if (last) break;
-    if (decided.stop) {
-      checkpoint(decided.seconds);
-      run.finish_checkpoints();
-      const std::string name = looped.name();
-      throw base::Interrupted("interrupted" + (name.empty() ? "" : " (" + name + ")") + " at step " +
-                              std::to_string(r.step) + ": checkpoint " + loop.checkpoint +
-                              " written; continue with --resume");
     }
   }
-  run.finish_checkpoints();
-  return {validation, loop.earlier_seconds + elapsed(), elapsed()};
-}
+
+  void progress(const LoopStep& r, bool last, double seconds) {
+    const bool by_steps = loop_.progress_every > 0 && r.step % loop_.progress_every == 0;
+    const bool by_time = loop_.progress_seconds > 0 &&
+                         std::chrono::duration<double>(Clock::now() - last_line_).count() > loop_.progress_seconds;
+    if (!(by_steps || by_time || last || r.step == first_ + 1)) return;
+    last_line_ = Clock::now();
+    const double per_step = elapsed() / double(std::max<int64_t>(1, r.step - first_));
+    double left = loop_.steps > 0 ? per_step * double(loop_.steps - r.step) : 0;
+    if (loop_.budget_seconds > 0) {
+      const double budget_left = loop_.budget_seconds - seconds;
+      left = loop_.steps > 0 ? std::min(left, budget_left) : budget_left;
+    }
+    const std::string total = loop_.steps > 0 && loop_.steps < (int64_t(1) << 40) ? "/" + std::to_string(loop_.steps) : "";
+    std::fprintf(stderr, "%s %ld%s  %s  %.2f s/step  %s left\n", loop_.label.c_str(), long(r.step), total.c_str(),
+                 looped_.progress(r, validation_).c_str(), per_step, duration(std::max(0.0, left)).c_str());
+  }
+
+  LoopedRun& looped_;
+  registration::SteppedRun& run_;
+  const RunLoop& loop_;
+  const bool lead_;
+  const int64_t first_;
+  int64_t logged_, rollbacks_;  // the last step logged; the rollbacks so far (a step that adds one rolled back)
+  parallel::EvaluationFollower evaluations_;  // decoupled validation's results
+  const int64_t steps_;
+  const Clock::time_point started_ = Clock::now();
+  Clock::time_point last_line_ = Clock::now();
+  std::ofstream log_;
+  double validation_ = std::nan("");
+  double checkpoint_seconds_ = -1;  // the last checkpoint's time in this thread, logged with the next step
+};
+
+}  // namespace
+
+RunOutcome run_loop(LoopedRun& looped, const RunLoop& loop) { return Loop(looped, loop).run(); }
 
 RunOutcome run_training(registration::Trainer& trainer, const RunLoop& loop) {
   TrainingRun run(trainer);
