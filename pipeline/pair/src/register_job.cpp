@@ -16,6 +16,7 @@
 #include "autoreg/io/mapped.h"
 #include "autoreg/io/transform.h"
 #include "autoreg/registration/metrics.h"
+#include "autoreg/pipeline/option_values.h"
 #include "autoreg/pipeline/output_files.h"
 #include "autoreg/pipeline/qc_picture.h"
 
@@ -159,25 +160,46 @@ nlohmann::json padding_summary(const PairOptions& o, const PairResult& r) {
   return {{"rule", padding_text(o.padding)}, {"fixed", found(r.fixed_fov)}, {"moving", found(r.moving_fov)}};
 }
 
-// What the registration was set to do, for the summary: the preset, the stages, the
-// similarity and smoothness, and how the intensities were normalised.
+// A row's value as the record holds it: typed by its kind; unset ("") is null.
+nlohmann::json record_value(const SettingRow& row, const std::string& text) {
+  if (text.empty()) return nullptr;
+  switch (row.kind) {
+    case SettingKind::Number: return std::stod(text);
+    case SettingKind::Whole: return std::stoull(text);
+    case SettingKind::Boolean: return text == "true";
+    case SettingKind::Numbers: {
+      // Whole numbers as integers when written so ("70,20"), else as numbers ("-1000.5,400").
+      const bool whole = text.find_first_of(".eE") == std::string::npos;
+      nlohmann::json list = nlohmann::json::array();
+      for (double v : parse_number_list("--" + row.option, text)) {
+        if (whole) {
+          list.push_back(int64_t(v));
+        } else {
+          list.push_back(v);
+        }
+      }
+      return list;
+    }
+    case SettingKind::Text: break;
+  }
+  return text;
+}
+
+// What the registration was set to do, for the summary: every setting of the table as
+// given (the preset's, overridden by the options), then what the run made of them: the
+// pre-alignment and deformable stage it ran, the levels it stepped (a model's refinement),
+// how the intensities were normalised and the fields of view found.
 nlohmann::json settings_summary(const PairOptions& o, const PairResult& r) {
+  nlohmann::json s;
+  for (const SettingRow& row : setting_rows()) s[row.keyword] = record_value(row, row.get(o.settings));
   const auto intensity = [](const PairResult::Intensity& i) { return nlohmann::json{{"rule", i.rule}, {"lo", i.lo}, {"hi", i.hi}}; };
   const bool pre = o.stages != Stages::DeformableOnly, deformable = o.stages != Stages::AffineOnly;
-  return {{"preset", o.preset},
-          {"pre_alignment", !pre ? "none" : o.affine.rigid ? "rigid" : "affine"},
-          {"deformable", !deformable ? "none" : o.model ? "model" : "instance optimisation"},
-          {"similarity", registration::similarity_name(o.deformable.similarity)},
-          {"regularizer", registration::regularizer_name(o.deformable.regularizer)},
-          {"regularization", o.deformable.regularization},
-          {"learning_rate", o.deformable.learning_rate},
-          {"iterations", deformable ? nlohmann::json(deformable_levels(o)) : nlohmann::json::array()},
-          {"full_resolution", o.deformable.full_resolution},
-          {"compare_finer", o.deformable.compare_finer},
-          {"ncc_window_mm", o.deformable.window_mm},
-          {"discrete_mm", o.discrete_mm},
-          {"intensity", {{"fixed", intensity(r.fixed_intensity)}, {"moving", intensity(r.moving_intensity)}}},
-          {"padding", padding_summary(o, r)}};
+  s["pre_alignment"] = !pre ? "none" : o.affine.rigid ? "rigid" : "affine";
+  s["deformable"] = !deformable ? "none" : o.model ? "model" : "instance optimisation";
+  s["iterations"] = deformable ? nlohmann::json(deformable_levels(o)) : nlohmann::json::array();
+  s["intensity"] = {{"fixed", intensity(r.fixed_intensity)}, {"moving", intensity(r.moving_intensity)}};
+  s["padding"] = padding_summary(o, r);
+  return s;
 }
 
 // The affine stage's own check: its loss and the headers' on the same points, and which

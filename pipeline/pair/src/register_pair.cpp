@@ -25,10 +25,10 @@ namespace autoreg::pipeline {
 PairOptions pair_options(const RegistrationSettings& s) {
   validate(s);
   PairOptions o;
+  o.settings = s;
   o.stages = !s.deformable ? Stages::AffineOnly : !s.affine ? Stages::DeformableOnly : Stages::AffineAndDeformable;
   o.affine.similarity = o.deformable.similarity = registration::parse_similarity(s.similarity);
   o.affine.rigid = s.rigid;
-  o.intensity_window = s.intensity_window;
   o.padding = s.padding;
   o.discrete_mm = s.discrete_mm;
   o.discrete_grid_mm = s.discrete_grid_mm;
@@ -71,8 +71,8 @@ at::Tensor binary_mask(const at::Tensor& data, const std::string& name) {
 
 at::Tensor normalise_intensities(const at::Tensor& data, const at::Tensor& mask, const PairOptions& o,
                       const std::array<double, 2>& percent, PairResult::Intensity* how) {
-  if (o.intensity_window) {
-    *how = {"window", (*o.intensity_window)[0], (*o.intensity_window)[1]};
+  if (const auto& window = o.settings.intensity_window) {
+    *how = {"window", (*window)[0], (*window)[1]};
   } else {
     const auto [lo, hi] = io::intensity_percentiles(data, percent[0], percent[1], mask);
     *how = lo <= -500 ? PairResult::Intensity{"ct", kCtWindow[0], kCtWindow[1]} : PairResult::Intensity{"percentiles", lo, hi};

@@ -209,13 +209,13 @@ std::vector<SettingRow> make_rows() {
                     s.rigid = parse_boolean("rigid", t);
                     if (s.rigid) s.affine = true;  // turns on the pre-alignment a preset turned off
                   },
-                  "true"});
+                  "true", SettingKind::Boolean});
   rows.push_back({"affine", "no-affine", false, "false", "", "skip the affine pre-alignment (already aligned inputs)",
                   [](const S& s) { return boolean_text(s.affine); },
-                  [](S& s, const std::string& t) { s.affine = parse_boolean("no-affine", t); }, "false"});
+                  [](S& s, const std::string& t) { s.affine = parse_boolean("no-affine", t); }, "false", SettingKind::Boolean});
   rows.push_back({"deformable", "affine-only", true, "false", "", "stop after the affine pre-alignment",
                   [](const S& s) { return boolean_text(s.deformable); },
-                  [](S& s, const std::string& t) { s.deformable = parse_boolean("affine-only", t); }, "false"});
+                  [](S& s, const std::string& t) { s.deformable = parse_boolean("affine-only", t); }, "false", SettingKind::Boolean});
   rows.push_back({"similarity", "similarity", false, "", "ncc|mse|mind",
                   "ncc, mse, or mind (MIND-SSC, for different modalities)", [](const S& s) { return s.similarity; },
                   [](S& s, const std::string& t) {
@@ -238,48 +238,48 @@ std::vector<SettingRow> make_rows() {
                   "tv"});
   rows.push_back({"regularization", "regularization", false, "", "λ", "weight λ of the smoothness term",
                   [](const S& s) { return number_text(s.regularization); },
-                  [](S& s, const std::string& t) { s.regularization = parse_number("regularization", t); }, "0.5"});
+                  [](S& s, const std::string& t) { s.regularization = parse_number("regularization", t); }, "0.5", SettingKind::Number});
   rows.push_back({"learning_rate", "learning-rate", false, "", "STEP",
                   "instance optimisation's Adam step in half-resolution voxels of the finest axis, the same length in "
                   "mm at every level (0.4 in --preset breathing)",
                   [](const S& s) { return number_text(s.learning_rate); },
-                  [](S& s, const std::string& t) { s.learning_rate = parse_number("learning-rate", t); }, "0.3"});
+                  [](S& s, const std::string& t) { s.learning_rate = parse_number("learning-rate", t); }, "0.3", SettingKind::Number});
   rows.push_back({"ncc_window_mm", "ncc-window", false, "", "MM",
                   "instance optimisation's local NCC window in mm along each axis, the same neighbourhood at every "
                   "level and on thick slices (0: 5 voxels of each level, 7 at the finest)",
                   [](const S& s) { return number_text(s.ncc_window_mm); },
-                  [](S& s, const std::string& t) { s.ncc_window_mm = parse_number("ncc-window", t); }, "7"});
+                  [](S& s, const std::string& t) { s.ncc_window_mm = parse_number("ncc-window", t); }, "7", SettingKind::Number});
   rows.push_back({"iterations", "iterations", false, "", "N1,N2,...",
                   "deformable Adam steps per pyramid level, coarse to fine: the last at 1/2 resolution, each before "
                   "it halving again (1 to 6 levels, more for larger motion, e.g. 140,140,70,40 in --preset "
                   "breathing; thick slices are not shrunk until the others reach them)",
                   [](const S& s) { return counts_text(s.iterations); },
                   [](S& s, const std::string& t) { s.iterations = parse_counts("--iterations", t, 1, 6); },
-                  "30,20,10"});
+                  "30,20,10", SettingKind::Numbers});
   rows.push_back({"full_resolution", "full-resolution", false, "true", "",
                   "the finest level compares the images at full resolution (the field stays on the half-resolution "
                   "grid): finer detail at about twice the time; on in --preset breathing",
                   [](const S& s) { return boolean_text(s.full_resolution); },
-                  [](S& s, const std::string& t) { s.full_resolution = parse_boolean("full-resolution", t); }, "true"});
+                  [](S& s, const std::string& t) { s.full_resolution = parse_boolean("full-resolution", t); }, "true", SettingKind::Boolean});
   rows.push_back({"compare_finer", "compare-finer", false, "", "N",
                   "each pyramid level before the finest compares the images of the level N finer (at most 1/2 "
                   "resolution), its field on its own grid: coarse levels that follow centimetres of motion by fine "
                   "structure (vessels) rather than blurred blobs, at up to 1.5 times the time (2 in --preset breathing)",
                   [](const S& s) { return std::to_string(s.compare_finer); },
-                  [](S& s, const std::string& t) { s.compare_finer = unsigned(parse_whole("compare-finer", t)); }, "1"});
+                  [](S& s, const std::string& t) { s.compare_finer = unsigned(parse_whole("compare-finer", t)); }, "1", SettingKind::Whole});
   rows.push_back({"affine_iterations", "affine-iterations", false, "", "N1,N2", "affine Adam steps at 4 mm and 2 mm",
                   [](const S& s) { return counts_text(s.affine_iterations); },
                   [](S& s, const std::string& t) {
                     const std::vector<unsigned> c = parse_counts("--affine-iterations", t, 2, 2);
                     s.affine_iterations = {c[0], c[1]};
                   },
-                  "40,30"});
+                  "40,30", SettingKind::Numbers});
   rows.push_back({"refine", "refine", false, "", "K",
                   "with --model: Adam steps of instance optimisation (1/2 resolution) refining the network's field",
                   [](const S& s) { return std::to_string(s.refine); },
-                  [](S& s, const std::string& t) { s.refine = unsigned(parse_whole("refine", t)); }, "5"});
+                  [](S& s, const std::string& t) { s.refine = unsigned(parse_whole("refine", t)); }, "5", SettingKind::Whole});
   rows.push_back({"seed", "seed", false, "", "S", "random seed", [](const S& s) { return std::to_string(s.seed); },
-                  [](S& s, const std::string& t) { s.seed = parse_whole("seed", t); }, "7"});
+                  [](S& s, const std::string& t) { s.seed = parse_whole("seed", t); }, "7", SettingKind::Whole});
   rows.push_back({"intensity_window", "intensity-window", false, "", "LO,HI",
                   "the intensities mapped to 0 and 1, clipped beyond, for both images (e.g. -1000,1000 for CT in HU); "
                   "unset, automatic: a CT (its 0.5th percentile at or below -500 HU) gets -1000,1000, anything else "
@@ -299,7 +299,7 @@ std::vector<SettingRow> make_rows() {
                     }
                     s.intensity_window = std::array<double, 2>{w[0], w[1]};
                   },
-                  "-1000,1000"});
+                  "-1000,1000", SettingKind::Numbers});
   rows.push_back({"padding", "padding", false, "", "auto|none|VALUE",
                   "the constant outside a scan's field of view, which no similarity compares (a cone-beam CT's "
                   "cylinder, a CT's reconstruction circle): auto (each image's minimum when it is at or below -500 "
@@ -312,12 +312,12 @@ std::vector<SettingRow> make_rows() {
                   "4 mm grid (MIND-SSC cost volume, coupled convex optimisation, as ConvexAdam): motion larger than "
                   "the pyramid follows from zero (0: none)",
                   [](const S& s) { return number_text(s.discrete_mm); },
-                  [](S& s, const std::string& t) { s.discrete_mm = parse_number("discrete", t); }, "20"});
+                  [](S& s, const std::string& t) { s.discrete_mm = parse_number("discrete", t); }, "20", SettingKind::Number});
   rows.push_back({"discrete_grid_mm", "discrete-grid", false, "", "MM",
                   "with --discrete: the search's grid, about MM per voxel; finer follows smaller structures, its cost "
                   "volume (and time) growing with the cube of 1/MM",
                   [](const S& s) { return number_text(s.discrete_grid_mm); },
-                  [](S& s, const std::string& t) { s.discrete_grid_mm = parse_number("discrete-grid", t); }, "3"});
+                  [](S& s, const std::string& t) { s.discrete_grid_mm = parse_number("discrete-grid", t); }, "3", SettingKind::Number});
   return rows;
 }
 

@@ -28,6 +28,9 @@ namespace autoreg::pipeline {
 enum class Stages { AffineAndDeformable, AffineOnly, DeformableOnly };
 
 struct PairOptions {
+  // The settings these options were made from (pair_options): the --json record, and
+  // what the pair reads of them directly (the intensity window).
+  RegistrationSettings settings;
   Stages stages = Stages::AffineAndDeformable;
   registration::AffineOptions affine;
   registration::InstanceOptions deformable;
@@ -50,8 +53,6 @@ struct PairOptions {
   // velocities integrated backwards (exp(−v), the exact inverse of the model, up to
   // the integration's error), then the affine inverted.
   bool inverse = false;
-  // The intensity window (RegistrationSettings::intensity_window); unset: automatic.
-  std::optional<std::array<double, 2>> intensity_window;
   Padding padding;  // what lies outside the fields of view (RegistrationSettings::padding)
   // Without a model, instance optimisation starts from a discrete search of displacements
   // up to this many mm (registration/discrete.h); 0: from zero.

@@ -117,6 +117,9 @@ void apply_preset(const std::string& name, RegistrationSettings& s);
 // reading, the docstring's list), the ITK filter's SetSetting/GetSetting, and a test that
 // walks every row through all three. A new setting is a field, a row and its algorithm.
 // Values travel as the command line's text ("70,20", "true", "-1000,1000", "auto").
+// What a setting's text stands for, for the --json record (typed values).
+enum class SettingKind { Text, Number, Whole, Boolean, Numbers };
+
 struct SettingRow {
   std::string keyword;     // Python's keyword and the ITK filter's SetSetting name
   std::string option;      // the command line's --option
@@ -127,6 +130,7 @@ struct SettingRow {
   std::string (*get)(const RegistrationSettings&);               // the value as text ("" for unset)
   void (*set)(RegistrationSettings&, const std::string& text);   // SettingsError naming --option for bad text
   std::string sample;      // a valid value other than the default (the table's test)
+  SettingKind kind = SettingKind::Text;  // the record's type: a number, whole number, boolean, list ("" is null)
 };
 // Every row, in the order they are applied: the preset first (the others override it),
 // --rigid before --no-affine (which turns the pre-alignment back off).
