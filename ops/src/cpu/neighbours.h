@@ -79,6 +79,45 @@ void setup_linear(const Grid& g, const T* ud, const T* uh, const T* uw, int64_t 
   }
 }
 
+// One voxel of a LinearBlock<T, true>: its neighbours' offsets, its axis weights (lo, hi)
+// and their derivatives (dlo, dhi) along d, h, w, loaded once for all its channels.
+template <typename T>
+struct VoxelWeights {
+  int32_t off[8];
+  T lo[3], hi[3], dlo[3], dhi[3];
+  VoxelWeights(const LinearBlock<T, true>& b, int32_t j) {
+    for (int k = 0; k < 8; ++k) off[k] = b.off[k][j];
+    for (int a = 0; a < 3; ++a) {
+      lo[a] = b.lo[a][j];
+      hi[a] = b.hi[a][j];
+      dlo[a] = b.dlo[a][j];
+      dhi[a] = b.dhi[a][j];
+    }
+  }
+};
+
+// The trilinear form of one channel at one voxel: its value and its derivatives with
+// respect to the sample position along d, h and w, from the 8 neighbours read once.
+template <typename T>
+struct Trilinear {
+  T value, d, h, w;
+};
+
+template <typename T>
+inline Trilinear<T> trilinear(const T* src, const VoxelWeights<T>& v) {
+  T r[4], q[4];  // along w: value r and derivative q for each (d_a, h_b)
+  for (int ab = 0; ab < 4; ++ab) {
+    const T v0 = src[v.off[2 * ab]], v1 = src[v.off[2 * ab + 1]];
+    r[ab] = v.lo[2] * v0 + v.hi[2] * v1;
+    q[ab] = v.dlo[2] * v0 + v.dhi[2] * v1;
+  }
+  const T s0 = v.lo[1] * r[0] + v.hi[1] * r[1], s1 = v.lo[1] * r[2] + v.hi[1] * r[3];
+  const T dh0 = v.dlo[1] * r[0] + v.dhi[1] * r[1], dh1 = v.dlo[1] * r[2] + v.dhi[1] * r[3];
+  const T tw0 = v.lo[1] * q[0] + v.hi[1] * q[1], tw1 = v.lo[1] * q[2] + v.hi[1] * q[3];
+  return {v.lo[0] * s0 + v.hi[0] * s1, v.dlo[0] * s0 + v.dhi[0] * s1, v.lo[0] * dh0 + v.hi[0] * dh1,
+          v.lo[0] * tw0 + v.hi[0] * tw1};
+}
+
 // Nearest neighbour of each voxel of a block and whether it lies inside the volume.
 template <typename T>
 struct NearestBlock {

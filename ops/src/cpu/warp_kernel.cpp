@@ -109,12 +109,7 @@ void backward_linear(const Grid& g, const T* grad, const T* img, const T* disp,
       for (int64_t c0 = 0; c0 < g.C; c0 += kChannelGroup) {
         const int64_t c1 = std::min<int64_t>(g.C, c0 + kChannelGroup);
         for (int32_t j = 0; j < len; ++j) {
-          int32_t o[8];
-          for (int k = 0; k < 8; ++k) o[k] = b.off[k][j];
-          const T ld = b.lo[0][j], hd = b.hi[0][j], lh = b.lo[1][j], hh = b.hi[1][j];
-          const T lw = b.lo[2][j], hw = b.hi[2][j];
-          const T dld = b.dlo[0][j], dhd = b.dhi[0][j], dlh = b.dlo[1][j], dhh = b.dhi[1][j];
-          const T dlw = b.dlo[2][j], dhw = b.dhi[2][j];
+          const VoxelWeights<T> v(b, j);
           T sd = 0, sh = 0, sw = 0;
           const T* src = img + (n * g.C + c0) * plane;
           const T* go = grad + (n * g.C + c0) * plane + row + w0 + j;
@@ -122,22 +117,16 @@ void backward_linear(const Grid& g, const T* grad, const T* img, const T* disp,
           for (int64_t c = c0; c < c1; ++c, src += plane, go += plane) {
             const T gv = *go;
             if (gdisp) {
-              T r[4], q[4];  // along w: value r and derivative q for each (d_a, h_b)
-              for (int ab = 0; ab < 4; ++ab) {
-                const T v0 = src[o[2 * ab]], v1 = src[o[2 * ab + 1]];
-                r[ab] = lw * v0 + hw * v1;
-                q[ab] = dlw * v0 + dhw * v1;
-              }
-              const T s0 = lh * r[0] + hh * r[1], s1 = lh * r[2] + hh * r[3];
-              const T dh0 = dlh * r[0] + dhh * r[1], dh1 = dlh * r[2] + dhh * r[3];
-              const T tw0 = lh * q[0] + hh * q[1], tw1 = lh * q[2] + hh * q[3];
-              sd += gv * (dld * s0 + dhd * s1);
-              sh += gv * (ld * dh0 + hd * dh1);
-              sw += gv * (ld * tw0 + hd * tw1);
+              const Trilinear<T> t = trilinear(src, v);
+              sd += gv * t.d;
+              sh += gv * t.h;
+              sw += gv * t.w;
             }
             if (gi) {
-              const T a0 = gv * ld, a1 = gv * hd;
-              const T b00 = a0 * lh, b01 = a0 * hh, b10 = a1 * lh, b11 = a1 * hh;
+              const T a0 = gv * v.lo[0], a1 = gv * v.hi[0];
+              const T b00 = a0 * v.lo[1], b01 = a0 * v.hi[1], b10 = a1 * v.lo[1], b11 = a1 * v.hi[1];
+              const int32_t* o = v.off;
+              const T lw = v.lo[2], hw = v.hi[2];
               gi[o[0]] += b00 * lw;  gi[o[1]] += b00 * hw;
               gi[o[2]] += b01 * lw;  gi[o[3]] += b01 * hw;
               gi[o[4]] += b10 * lw;  gi[o[5]] += b10 * hw;

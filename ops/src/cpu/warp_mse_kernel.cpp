@@ -44,30 +44,17 @@ double warp_mse_linear(const Grid& g, const T* img, const T* target, const T* di
       setup_linear<T, P, true>(g, u + w0, u + plane + w0, u + 2 * plane + w0, d, h, w0, len, b);
       alignas(64) T acc[3][kBlock];
       for (int32_t j = 0; j < len; ++j) {
-        int32_t o[8];
-        for (int k = 0; k < 8; ++k) o[k] = b.off[k][j];
-        const T ld = b.lo[0][j], hd = b.hi[0][j], lh = b.lo[1][j], hh = b.hi[1][j];
-        const T lw = b.lo[2][j], hw = b.hi[2][j];
-        const T dld = b.dlo[0][j], dhd = b.dhi[0][j], dlh = b.dlo[1][j], dhh = b.dhi[1][j];
-        const T dlw = b.dlo[2][j], dhw = b.dhi[2][j];
+        const VoxelWeights<T> v(b, j);
         T sq = 0, sd = 0, sh = 0, sw = 0;
         const T* src = src_n;
         const T* tgt = tgt_n + w0 + j;
         for (int64_t c = 0; c < g.C; ++c, src += plane, tgt += plane) {
-          T r[4], q[4];  // along w: value r and derivative q for each (d_a, h_b)
-          for (int ab = 0; ab < 4; ++ab) {
-            const T v0 = src[o[2 * ab]], v1 = src[o[2 * ab + 1]];
-            r[ab] = lw * v0 + hw * v1;
-            q[ab] = dlw * v0 + dhw * v1;
-          }
-          const T s0 = lh * r[0] + hh * r[1], s1 = lh * r[2] + hh * r[3];
-          const T dh0 = dlh * r[0] + dhh * r[1], dh1 = dlh * r[2] + dhh * r[3];
-          const T tw0 = lh * q[0] + hh * q[1], tw1 = lh * q[2] + hh * q[3];
-          const T diff = ld * s0 + hd * s1 - *tgt;
+          const Trilinear<T> t = trilinear(src, v);
+          const T diff = t.value - *tgt;
           sq += diff * diff;
-          sd += diff * (dld * s0 + dhd * s1);
-          sh += diff * (ld * dh0 + hd * dh1);
-          sw += diff * (ld * tw0 + hd * tw1);
+          sd += diff * t.d;
+          sh += diff * t.h;
+          sw += diff * t.w;
         }
         const T wx = w_n ? w_n[w0 + j] : T(1);
         row_sum += double(wx * sq);
