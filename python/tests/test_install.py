@@ -39,9 +39,16 @@ def test_the_wheel_carries_the_command(tmp_path):
     wheels = glob.glob(str(BUILD / "python-dist" / "autoreg-*.whl"))
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--no-deps", "--no-index", wheels[0]],
-                   check=True)
+    python = venv / "bin" / "python"
+    subprocess.run([str(python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", wheels[0]], check=True)
     command = venv / "bin" / "autoreg"
+    # Without torch the script says so (the program needs LibTorch) ...
+    out = subprocess.run([str(command), "--help"], capture_output=True, text=True)
+    assert out.returncode == 2 and "torch is not installed" in out.stderr, (out.returncode, out.stderr)
+    # ... and with torch seen from the setup's environment, it runs the program.
+    site = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    (pathlib.Path(site) / "setup_env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     out = subprocess.run([str(command), "register", "--help"], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert "--out-field" in out.stdout
