@@ -122,7 +122,7 @@ struct PairResult {
   bool affine_dropped = false;
   // The registration's similarity loss (lower is better) between the fixed image and the
   // moving one on what both show, at the headers' alignment and through the result
-  // (pipeline/src/similarity_check.h): a result worse than its start is a failure.
+  // (pipeline/pair/src/similarity_check.h): a result worse than its start is a failure.
   double loss_before = 0, loss_after = 0;
 };
 
