@@ -2,10 +2,8 @@
 #pragma once
 
 #include <array>
-#include <cmath>
 #include <cstdint>
 #include <initializer_list>
-#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -22,16 +20,7 @@
 
 namespace autoreg::apps {
 
-using pipeline::parse_counts;
 using pipeline::parse_int_list;
-using pipeline::parse_list;
-using pipeline::parse_number_list;
-
-// Two step counts (the affine's levels), coarse level first.
-inline std::array<unsigned, 2> parse_level_counts(const std::string& option, const std::string& text) {
-  const std::vector<unsigned> out = parse_counts(option, text, 2, 2);
-  return {out[0], out[1]};
-}
 
 using pipeline::refuse_overwrite;
 

@@ -57,7 +57,8 @@ int run_register(int argc, char** argv) {
   TCLAP::ValueArg<std::string> out_inverse_field("", "out-inverse-field", "the inverse map, on the moving grid (LPS mm, like --out-field): the velocities integrated backwards and the affine inverted; `autoreg apply` carries fixed-grid images onto the moving grid with it", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> qc("", "qc", "a picture to check the result (PNG): three orthogonal slices of the fixed image, the warped moving one, their checkerboard, the warped labels' outlines, the log Jacobian; with --pairs every pair gets one and index.html lists them worst first", false, "", "FILE.png", cmd);
   TCLAP::SwitchArg inverse("", "inverse", "with --pairs: write each pair's inverse field too", cmd, false);
-  TCLAP::SwitchArg affine_only("", "affine-only", "stop after the affine pre-alignment", cmd, false);
+  const pipeline::SettingRow& deformable_row = pipeline::setting_row("deformable");  // the command's own switch
+  TCLAP::SwitchArg affine_only("", deformable_row.option, deformable_row.help, cmd, false);
   RegistrationArgs registration(cmd);
   DeviceArg device(cmd);
   ThreadsArg threads(cmd);

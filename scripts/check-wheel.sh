@@ -22,20 +22,15 @@
 #   - `autoreg.register` on numpy arrays.
 # Each step prints PASS or FAIL with its figures; the exit code is the number of failures.
 set -euo pipefail
-root=$(cd "$(dirname "$0")/.." && pwd)
-cache="${AUTOREG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/autoreg}"
-venv="${AUTOREG_TORCH_VENV:-$cache/torch-$(cat "$root/scripts/torch-version")}"
-data="${AUTOREG_TEST_DATA:-$root/../shared/data}"
-wheel="${1:-$(ls -t "$root"/dist/autoreg-*.whl 2>/dev/null | head -1)}"
+source "$(dirname "$0")/paths.sh"
+wheel="${1:-$(ls -t "$root"/dist/autoreg-*.whl 2>/dev/null | head -1 || true)}"
 say() { echo "check-wheel: $*" >&2; }
 [[ -f "$wheel" ]] || { say "no wheel (scripts/build-wheel.sh builds one)"; exit 2; }
 [[ $(id -u) -eq 0 ]] || { say "needs root (unshare -m and bind mounts)"; exit 2; }
 [[ -f "$data/pairs/oasisA_t1.nii.gz" ]] || { say "no sample pair in $data/pairs"; exit 2; }
 reference="${WHEEL_REFERENCE:-$root/build-wheel/bin/autoreg}"
 [[ -x "$reference" ]] || reference="$root/build/bin/autoreg"
-site=$("$venv/bin/python" -c "import torch, os; print(os.path.dirname(os.path.dirname(torch.__file__)))")
-python3=/usr/bin/python3
-policy=$(basename "$wheel" | sed -E 's/.*-(manylinux_[0-9]+_[0-9]+)_x86_64\.whl$/\1/')
+site=$(torch_site)
 
 dir=$(mktemp -d /tmp/autoreg-wheel-check.XXXXXX)
 chmod 755 "$dir"
@@ -47,39 +42,16 @@ printf 'image,labels\noasis01_t1.nii.gz,oasis01_labels.nii.gz\n' > "$dir/user/at
 chown -R nobody:nogroup "$dir/user"
 
 # The reference: the same registration with the build the wheel was made from.
-register_args=(register --fixed oasisB_t1.nii.gz --moving oasisA_t1.nii.gz --moving-labels oasisA_tissue.nii.gz
-  --force --threads 2)
-(cd "$dir/user" && "$reference" "${register_args[@]}" --out-field "$dir/ref/field.nii.gz" \
-  --out-warped "$dir/ref/warped.nii.gz" --out-labels "$dir/ref/labels.nii.gz" > /dev/null 2>&1)
-ref_dice=$("$reference" evaluate --fixed-labels "$dir/user/oasisB_tissue.nii.gz" --warped-labels "$dir/ref/labels.nii.gz" --json \
-  | "$python3" -c "import json,sys; print(round(json.load(sys.stdin)['mean_dice'], 4))")
+(cd "$dir/user" && "$reference" register --fixed oasisB_t1.nii.gz --moving oasisA_t1.nii.gz \
+  --moving-labels oasisA_tissue.nii.gz --force --threads 2 --out-field "$dir/ref/field.nii.gz" \
+  --out-warped "$dir/ref/warped.nii.gz" --out-labels "$dir/ref/labels.nii.gz" > "$dir/ref/log" 2>&1) ||
+  { say "the reference build's registration failed:"; cat "$dir/ref/log" >&2; exit 2; }
+ref_dice=$(AUTOREG_BIN="$reference" mean_dice "$dir/user/oasisB_tissue.nii.gz" "$dir/ref/labels.nii.gz")
 chmod -R a+rX "$dir/ref"
 
 # What to hide: the source build's system libraries, less the policy's and Python's + torch's.
-"$venv/bin/python" - "$root" "$policy" "$site" > "$dir/hidden.txt" <<'PY'
-import json, os, subprocess, sys, glob
-import auditwheel
-root, policy, site = sys.argv[1:4]
-allowed = next(p["lib_whitelist"] for p in json.load(open(os.path.join(os.path.dirname(auditwheel.__file__), "policy", "manylinux-policy.json"))) if p["name"] == policy)
-files = [os.path.join(root, "build/bin/autoreg")] + glob.glob(os.path.join(root, "build/lib/libautoreg_*.so"))
-used = set()
-for f in files:
-    for line in subprocess.run(["ldd", f], capture_output=True, text=True).stdout.splitlines():
-        parts = line.split("=>")
-        if len(parts) == 2 and parts[1].strip().startswith("/"):
-            used.add(parts[1].split("(")[0].strip())
-probe = "import sys; sys.path.append(%r); import torch, numpy; print(open('/proc/self/maps').read())" % site
-maps = subprocess.run(["/usr/bin/python3", "-c", probe], capture_output=True, text=True, check=True).stdout
-python_libs = {os.path.realpath(l.split()[-1]) for l in maps.splitlines() if ".so" in l and l.split()[-1].startswith("/")}
-for path in sorted(used):
-    real = os.path.realpath(path)
-    if real.startswith(os.path.realpath(root)) or real.startswith(os.path.realpath(site)) or "/site-packages/" in real:
-        continue
-    if os.path.basename(path) in allowed or real in python_libs:
-        continue
-    print(real)
-PY
-say "$(wc -l < "$dir/hidden.txt") system libraries of the source build hidden ($policy's list and Python's + torch's kept); reference: $reference"
+"$venv/bin/python" "$root/scripts/wheel_tools.py" hidden "$root/build" "$wheel" "$site" > "$dir/hidden.txt"
+say "$(wc -l < "$dir/hidden.txt") system libraries of the source build hidden (the wheel's manylinux list and Python's + torch's kept); reference: $reference"
 
 cat > "$dir/user/steps.sh" <<'STEPS'
 set -u
@@ -87,11 +59,13 @@ failures=0
 pass() { echo "PASS  $*"; }
 fail() { echo "FAIL  $*"; failures=$((failures + 1)); }
 cd "$HOME"
+source "$SCRIPTS/paths.sh"
+export AUTOREG_BIN=autoreg AUTOREG_PYTHON_FOR_JSON=/usr/bin/python3  # mean_dice with the wheel's command
 # Runs a step, its output in last.out and last.err; prints its exit code and seconds.
 seconds() { local s=$EPOCHREALTIME; "$@" > "$HOME/last.out" 2> "$HOME/last.err"; local rc=$?; echo "$rc $(awk "BEGIN { printf \"%.2f\", $EPOCHREALTIME - $s }")"; }
 read -r rc t < <(seconds /usr/bin/python3 -m venv "$HOME/venv")
 [[ $rc == 0 ]] && pass "fresh venv (Debian's python3)" || { fail "venv: $(cat last.err)"; echo "failures: $failures"; exit 1; }
-echo "$TORCH_SITE" > "$HOME/venv/lib/python3.11/site-packages/torch-beside.pth"
+echo "$TORCH_SITE" > "$("$HOME/venv/bin/python" -c "import sysconfig; print(sysconfig.get_paths()['purelib'])")/torch-beside.pth"
 # --ignore-installed: the setup's environment (seen for torch) holds the source build's
 # package, hidden below; this one goes into the fresh venv, ahead of it on sys.path.
 read -r rc t < <(seconds "$HOME/venv/bin/pip" install --no-deps --no-index --ignore-installed --disable-pip-version-check "$HOME/$WHEEL")
@@ -104,8 +78,7 @@ read -r rc t < <(seconds "$SOURCE_BUILD" --help)
 read -r rc t < <(seconds autoreg register --fixed oasisB_t1.nii.gz --moving oasisA_t1.nii.gz --moving-labels oasisA_tissue.nii.gz \
   --force --threads 2 --out-field field.nii.gz --out-warped warped.nii.gz --out-labels labels.nii.gz)
 if [[ $rc == 0 ]]; then
-  dice=$(autoreg evaluate --fixed-labels oasisB_tissue.nii.gz --warped-labels labels.nii.gz --json \
-    | /usr/bin/python3 -c "import json,sys; print(round(json.load(sys.stdin)['mean_dice'], 4))")
+  dice=$(mean_dice oasisB_tissue.nii.gz labels.nii.gz)
   same=$(cmp -s field.nii.gz "$REF/field.nii.gz" && echo identical || echo different)
   [[ "$dice" == "$REF_DICE" && $same == identical ]] && pass "autoreg register (sample pair): $t s, Dice $dice (reference $REF_DICE), field byte-identical" \
     || fail "autoreg register: Dice $dice (reference $REF_DICE), field $same"
@@ -121,7 +94,7 @@ else
 fi
 read -r rc t < <(seconds autoreg segment --target oasis02_t1.nii.gz --atlases atlases.csv --out segmented.nii.gz --threads 2 --json)
 if [[ $rc == 0 ]]; then
-  d=$(autoreg evaluate --fixed-labels oasis02_labels.nii.gz --warped-labels segmented.nii.gz --json | /usr/bin/python3 -c "import json,sys; print(round(json.load(sys.stdin)['mean_dice'], 4))")
+  d=$(mean_dice oasis02_labels.nii.gz segmented.nii.gz)
   pass "autoreg segment (OASIS-TRT 02 from atlas 01, ~100 labels): $t s, Dice $d"
 else
   fail "autoreg segment: $(tail -3 last.err)"
@@ -146,16 +119,20 @@ chown nobody:nogroup "$dir/user/steps.sh"
 set +e
 unshare -m --propagation private bash -s <<EOF
 set -e
+trap 'echo "check-wheel: setting up the namespace failed" >&2; exit 125' ERR
 mount --bind "$site" "$dir/torch-site"
 # The source build's package, installed there by scripts/build.sh, hidden too.
 for package in autoreg autoreg_cli; do
-  [[ -d "$dir/torch-site/\$package" ]] && mount -t tmpfs -o ro,size=1k none "$dir/torch-site/\$package"
+  if [[ -d "$dir/torch-site/\$package" ]]; then mount -t tmpfs -o ro,size=1k none "$dir/torch-site/\$package"; fi
 done
 while read -r lib; do mount --bind /dev/null "\$lib"; done < "$dir/hidden.txt"
+trap - ERR
+set +e
 runuser -u nobody -- env -i HOME="$dir/user" TORCH_SITE="$dir/torch-site" WHEEL="$(basename "$wheel")" \
-  REF="$dir/ref" REF_DICE="$ref_dice" SOURCE_BUILD="$root/build/bin/autoreg" PATH=/usr/bin:/bin \
+  REF="$dir/ref" REF_DICE="$ref_dice" SOURCE_BUILD="$root/build/bin/autoreg" SCRIPTS="$root/scripts" PATH=/usr/bin:/bin \
   bash "$dir/user/steps.sh"
 EOF
 rc=$?
+if [[ $rc == 125 ]]; then exit 2; fi
 say "$(basename "$wheel"): $([[ $rc == 0 ]] && echo "every step passed" || echo "$rc step(s) failed")"
 exit $rc

@@ -9,6 +9,9 @@ scripts/check-wheel.sh, docs/install.md#the-wheel).
       as pointing outside the wheel; the licences of the bundled system libraries
       (Debian's copyright files) go into autoreg/third_party_licenses with an index;
       the wheel is written again with its RECORD.
+  wheel_tools.py hidden BUILD WHEEL SITE
+      the system libraries the source build BUILD links to that a system of the wheel's
+      policy need not have (scripts/check-wheel.sh hides them).
   wheel_tools.py check WHEEL
       the wheel's contents and its libraries' dependencies: the command, the libraries,
       the default model, the licences; every library an ELF file needs is in the wheel,
@@ -21,6 +24,7 @@ import argparse
 import base64
 import csv
 import fnmatch
+import functools
 import hashlib
 import io
 import json
@@ -36,7 +40,8 @@ import zipfile
 TORCH_LIBS = ["libtorch*", "libc10*", "libgomp*", "libshm*", "libcudart*", "libcupti*", "libnvrtc*",
               "libcublas*", "libcudnn*", "libnccl*", "libcusparse*", "libcufft*", "libcurand*", "libnvJitLink*",
               "libnvToolsExt*", "libcusolver*", "libcufile*", "libnvshmem*"]
-CUDA_LIBS = ["libcudart*", "libcupti*", "libnccl*", "libnvrtc*", "libcublas*", "libcudnn*"]
+# Those of them that are CUDA's (beside torch in site-packages/nvidia/cu13/lib).
+CUDA_LIBS = [p for p in TORCH_LIBS if p not in ("libtorch*", "libc10*", "libgomp*", "libshm*")]
 
 
 def is_torch(name):
@@ -106,12 +111,21 @@ def original_soname(bundled):
     return re.sub(r"-[0-9a-f]{8}(?=\.)", "", bundled, count=1)
 
 
-def system_path(soname):
+@functools.cache
+def ldconfig_paths():
+    """soname → path of this machine's x86-64 libraries (ldconfig's cache), read once."""
     out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+    paths = {}
     for line in out.splitlines():
         m = re.match(r"\s*(\S+) \(libc6,x86-64[^)]*\) => (\S+)", line)
-        if m and m.group(1) == soname:
-            return m.group(2)
+        if m:
+            paths.setdefault(m.group(1), m.group(2))
+    return paths
+
+
+def system_path(soname):
+    if soname in ldconfig_paths():
+        return ldconfig_paths()[soname]
     for d in ("/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib", "/usr/local/lib"):
         if os.path.exists(os.path.join(d, soname)):
             return os.path.join(d, soname)
@@ -119,11 +133,15 @@ def system_path(soname):
 
 
 def debian_package(path):
-    for candidate in (path, os.path.realpath(path)):
-        for p in (candidate, candidate.replace("/usr/lib/", "/lib/", 1), candidate.replace("/lib/", "/usr/lib/", 1)):
-            r = subprocess.run(["dpkg", "-S", p], capture_output=True, text=True)
-            if r.returncode == 0:
-                return r.stdout.split(":")[0].strip()
+    """The Debian package that installed `path` (tried as given, resolved, and under /lib
+    and /usr/lib, which Debian 12 merges), or None."""
+    candidates = []
+    for c in (path, os.path.realpath(path)):
+        candidates += [c, c.replace("/usr/lib/", "/lib/", 1), c.replace("/lib/", "/usr/lib/", 1)]
+    for p in dict.fromkeys(candidates):
+        r = subprocess.run(["dpkg", "-S", p], capture_output=True, text=True)
+        if r.returncode == 0:
+            return r.stdout.split(":")[0].strip()
     return None
 
 
@@ -145,9 +163,10 @@ def add_licences(root):
             missing.append(lib)
             index.append(f"{lib}  ({soname}): package not found")
             continue
-        version = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True, text=True).stdout
-        index.append(f"{lib}  ({soname})  {package} {version}  {package}.txt")
-        packages[package] = version
+        if package not in packages:
+            packages[package] = subprocess.run(["dpkg-query", "-W", "-f=${Version}", package], capture_output=True,
+                                               text=True).stdout
+        index.append(f"{lib}  ({soname})  {package} {packages[package]}  {package}.txt")
     for package in packages:
         src = f"/usr/share/doc/{package}/copyright"
         if os.path.exists(src):
@@ -164,8 +183,9 @@ def finish(args):
     with tempfile.TemporaryDirectory() as tmp:
         with zipfile.ZipFile(wheel) as z:
             z.extractall(tmp)
+        files = list(elf_files(tmp))
         patched = []
-        for f in elf_files(tmp):
+        for f in files:
             libs = needed(f)
             if not any(is_torch(n) for n in libs):
                 continue
@@ -176,7 +196,7 @@ def finish(args):
             entries = [e for e in runpath(f) if e not in extra] + extra
             subprocess.run(["patchelf", "--set-rpath", ":".join(entries), f], check=True)
             patched.append(os.path.relpath(f, tmp))
-        for f in elf_files(tmp):  # executables keep their mode through the zip
+        for f in files:  # executables keep their mode through the zip
             if "/bin/" in f:
                 os.chmod(f, 0o755)
         packages, missing = add_licences(tmp)
@@ -199,14 +219,50 @@ def manylinux_list(policy):
     raise SystemExit(f"wheel_tools: no manylinux policy {policy}")
 
 
+def wheel_policy(wheel):
+    """The manylinux policy of a wheel's tag (manylinux_2_NN), or None."""
+    m = re.search(r"-(manylinux_\d+_\d+)_x86_64\.whl$", wheel)
+    return m.group(1) if m else None
+
+
+def hidden(args):
+    """The system libraries the source build in args.build links to that a system of the
+    wheel's policy need not have: not on the policy's list, not loaded by Debian's python3
+    importing torch (from args.site), not the build's or torch's own."""
+    policy = wheel_policy(args.wheel)
+    if not policy:
+        raise SystemExit(f"wheel_tools: {args.wheel} is not tagged manylinux_2_NN_x86_64")
+    allowed = manylinux_list(policy)
+    files = [os.path.join(args.build, "bin", "autoreg")] + sorted(
+        os.path.join(args.build, "lib", f) for f in os.listdir(os.path.join(args.build, "lib"))
+        if f.startswith("libautoreg_") and f.endswith(".so"))
+    used = set()
+    for f in files:
+        for line in subprocess.run(["ldd", f], capture_output=True, text=True).stdout.splitlines():
+            parts = line.split("=>")
+            if len(parts) == 2 and parts[1].strip().startswith("/"):
+                used.add(parts[1].split("(")[0].strip())
+    probe = f"import sys; sys.path.append({args.site!r}); import torch, numpy; print(open('/proc/self/maps').read())"
+    maps = subprocess.run(["/usr/bin/python3", "-c", probe], capture_output=True, text=True, check=True).stdout
+    python_libs = {os.path.realpath(l.split()[-1]) for l in maps.splitlines() if ".so" in l and l.split()[-1].startswith("/")}
+    own = (os.path.realpath(args.build), os.path.realpath(args.site))
+    for path in sorted(used):
+        real = os.path.realpath(path)
+        if real.startswith(own) or "/site-packages/" in real:
+            continue
+        if os.path.basename(path) not in allowed and real not in python_libs:
+            print(real)
+    return 0
+
+
 def check(args):
     wheel = os.path.abspath(args.wheel)
-    m = re.search(r"-(manylinux_\d+_\d+)_x86_64\.whl$", wheel)
+    policy = wheel_policy(wheel)
     problems = []
-    if not m:
+    if not policy:
         problems.append(f"{os.path.basename(wheel)}: not tagged manylinux_2_NN_x86_64")
     # The policy's list, and the dynamic loader itself (part of glibc, always there).
-    allowed = manylinux_list(m.group(1) if m else "manylinux_2_36") | {"ld-linux-x86-64.so.2"}
+    allowed = manylinux_list(policy or "manylinux_2_36") | {"ld-linux-x86-64.so.2"}
     with tempfile.TemporaryDirectory() as tmp:
         with zipfile.ZipFile(wheel) as z:
             names = z.namelist()
@@ -219,15 +275,16 @@ def check(args):
         if not any(n.endswith("entry_points.txt") for n in names):
             problems.append("no entry_points.txt (the autoreg command)")
         bundled = sorted(n.split("/")[-1] for n in names if n.startswith("autoreg.libs/"))
-        inside = {os.path.basename(f) for f in elf_files(tmp)}
-        checked = 0
-        for f in elf_files(tmp):
-            checked += 1
-            for n in needed(f):
+        files = list(elf_files(tmp))
+        inside = {os.path.basename(f) for f in files}
+        checked = len(files)
+        for f in files:
+            deps = needed(f)
+            for n in deps:
                 if n in inside or n in allowed or is_torch(n):
                     continue
-                problems.append(f"{os.path.relpath(f, tmp)} needs {n}: neither in the wheel, on {m.group(1) if m else '?'}'s list nor torch's")
-            if any(is_torch(n) for n in needed(f)) and not any("torch/lib" in e for e in runpath(f)):
+                problems.append(f"{os.path.relpath(f, tmp)} needs {n}: neither in the wheel, on {policy}'s list nor torch's")
+            if any(is_torch(n) for n in deps) and not any("torch/lib" in e for e in runpath(f)):
                 problems.append(f"{os.path.relpath(f, tmp)} needs torch but has no RUNPATH to torch/lib")
         licences = [n for n in names if n.startswith("autoreg/third_party_licenses/") and n.endswith(".txt")]
     size = os.path.getsize(wheel) / 2**20
@@ -246,8 +303,12 @@ def main():
     f.add_argument("--out", required=True)
     c = sub.add_parser("check")
     c.add_argument("wheel")
+    h = sub.add_parser("hidden")
+    h.add_argument("build")
+    h.add_argument("wheel")
+    h.add_argument("site")
     args = parser.parse_args()
-    return finish(args) if args.command == "finish" else check(args)
+    return {"finish": finish, "check": check, "hidden": hidden}[args.command](args)
 
 
 if __name__ == "__main__":

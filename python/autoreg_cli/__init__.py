@@ -42,7 +42,11 @@ def main() -> None:
         sys.exit(2)
     folders = torch_library_folders()
     if not folders:
-        sys.stderr.write("autoreg: torch is not installed beside this package (pip install torch==2.11.0, "
+        try:
+            from ._torch_pin import TORCH_VERSION  # written by the build
+        except ImportError:
+            TORCH_VERSION = "<the version autoreg was built against>"
+        sys.stderr.write(f"autoreg: torch is not installed beside this package (pip install torch=={TORCH_VERSION}, "
                          "the version it was built against)\n")
         sys.exit(2)
     env = dict(os.environ)

@@ -309,7 +309,6 @@ PYBIND11_MODULE(_autoreg, m) {
   m.def("move_points", &move_points);
   m.def("evaluate_arrays", &evaluate_arrays);
   m.def("pack", &pack);
-  m.def("setting_keywords", &setting_keywords);
   // The settings table (registration_settings.h) and what keywords make of it, for the
   // test that walks every row through the command line, Python and the ITK filter.
   m.def("settings_table", [] {

@@ -20,13 +20,6 @@ namespace autoreg::python {
 
 namespace py = pybind11;
 
-// The keywords autoreg.register takes for settings: the table's (its docstring names each: a test).
-inline std::vector<std::string> setting_keywords() {
-  std::vector<std::string> out;
-  for (const pipeline::SettingRow& r : pipeline::setting_rows()) out.push_back(r.keyword);
-  return out;
-}
-
 // A keyword's value as the command line writes it.
 inline std::string setting_text(const py::handle& v) {
   if (py::isinstance<py::bool_>(v)) return py::cast<bool>(v) ? "true" : "false";

@@ -51,10 +51,20 @@ TEST(DiscreteSearch, FindsA20MillimetreSlideThatInstanceOptimisationMisses) {
   EXPECT_LT(discrete, 0.25 * before);
   EXPECT_LT(discrete, 0.5 * gradient);
   EXPECT_LT(continued, 0.5 * gradient);
-  // A cost volume larger than the memory allowed (7.6 MiB here) is searched slab by slab,
-  // one grid slice at a time with 1 MiB, to the same field.
+  // A cost volume larger than the memory allowed (72 MiB here, 7.2 MiB a grid slice) is
+  // searched slab by slab, one grid slice at a time with 1 MiB, to the same field.
+  const reg::DiscreteOptions whole = o;
   o.max_cost_mib = 1;
   EXPECT_TRUE(at::equal(reg::discrete_displacement(fixed, moving, o), found));
+  // Slabs of several slices and a shorter last one (40 MiB: 3 + 3 + 3 + 1 slices), with a
+  // mask whose edge pools to exactly 0.5 (image slices 0-4 without data: grid slice 2 is
+  // half outside, and left out), give the whole volume's field too.
+  o.max_cost_mib = 40;
+  EXPECT_TRUE(at::equal(reg::discrete_displacement(fixed, moving, o), found));
+  at::Tensor mask = at::ones_like(fixed);
+  mask.narrow(2, 0, 5).zero_();
+  EXPECT_TRUE(at::equal(reg::discrete_displacement(fixed, moving, o, mask),
+                        reg::discrete_displacement(fixed, moving, whole, mask)));
 }
 
 }  // namespace

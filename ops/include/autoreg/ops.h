@@ -37,9 +37,12 @@ at::Tensor warp(const at::Tensor& image, const at::Tensor& displacement,
                 Interpolation interpolation = Interpolation::Linear,
                 Padding padding = Padding::Zeros);
 
+// Added to a weight's sum where a loss is averaged over it: an empty weight gives 0, not NaN.
+inline constexpr double kEmptyWeight = 1e-8;
+
 // The mean squared difference between warp(image, u) (linear) and target over channels
 // and voxels: mean((warp(image, u) − target)²); with a weight (N×1×D×H×W),
-// Σ_x weight(x)·mean_c(...)² / (Σ weight + 1e-8). image and target: N×C×D×H×W on u's
+// Σ_x weight(x)·mean_c(...)² / (Σ weight + kEmptyWeight). image and target: N×C×D×H×W on u's
 // grid. Differentiable with respect to the displacement only (image, target and weight
 // are treated as constants). On the CPU one pass gives the loss and its gradient (what
 // instance optimisation spends its time on with 12 MIND channels); elsewhere it is the

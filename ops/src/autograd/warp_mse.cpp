@@ -17,15 +17,14 @@ using torch::autograd::Variable;
 using torch::autograd::variable_list;
 
 std::tuple<at::Tensor, at::Tensor> call_warp_mse(const at::Tensor& image, const at::Tensor& target,
-                                                 const at::Tensor& disp, const at::Tensor& weight,
+                                                 const at::Tensor& disp, const std::optional<at::Tensor>& weight,
                                                  c10::string_view padding, bool with_grad) {
   static auto op = c10::Dispatcher::singleton()
                        .findSchemaOrThrow("autoreg::_warp_mse", "")
                        .typed<std::tuple<at::Tensor, at::Tensor>(const at::Tensor&, const at::Tensor&,
                                                                  const at::Tensor&, const std::optional<at::Tensor>&,
                                                                  c10::string_view, bool)>();
-  return op.call(image, target, disp, weight.defined() ? std::optional<at::Tensor>(weight) : std::nullopt,
-                 padding, with_grad);
+  return op.call(image, target, disp, weight, padding, with_grad);
 }
 
 // The gradient is computed with the loss (one pass) and kept for backward.
@@ -35,7 +34,7 @@ class WarpMseFunction : public torch::autograd::Function<WarpMseFunction> {
                                const at::Tensor& target, const std::optional<at::Tensor>& weight,
                                const std::string& padding) {
     at::AutoDispatchBelowADInplaceOrView guard;
-    auto [loss, grad] = call_warp_mse(image, target, disp, weight.value_or(at::Tensor()), padding, true);
+    auto [loss, grad] = call_warp_mse(image, target, disp, weight, padding, true);
     ctx->save_for_backward({grad});
     return {loss};
   }
@@ -54,17 +53,17 @@ at::Tensor warped_mse(const at::Tensor& image, const at::Tensor& target, const a
               "autoreg::warped_mse: image, target and displacement must be defined");
   const char* pad = padding == Padding::Zeros ? "zeros" : "border";
   if (displacement.is_cpu()) {
+    const std::optional<at::Tensor> w = weight.defined() ? std::optional<at::Tensor>(weight.detach()) : std::nullopt;
     if (displacement.requires_grad()) {
-      const std::optional<at::Tensor> w = weight.defined() ? std::optional<at::Tensor>(weight.detach()) : std::nullopt;
       return WarpMseFunction::apply(displacement, image.detach(), target.detach(), w, pad)[0];
     }
-    return std::get<0>(call_warp_mse(image, target, displacement, weight, pad, false));
+    return std::get<0>(call_warp_mse(image, target, displacement, w, pad, false));
   }
   const at::Tensor warped = warp(image.detach(), displacement, Interpolation::Linear, padding);
   const at::Tensor diff = (warped - target.detach()).pow(2);
   if (!weight.defined()) return diff.mean();
   const at::Tensor w = weight.detach();
-  return (diff.mean(1, /*keepdim=*/true) * w).sum() / (w.sum() + 1e-8);
+  return (diff.mean(1, /*keepdim=*/true) * w).sum() / (w.sum() + kEmptyWeight);
 }
 
 }  // namespace autoreg::ops

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 #include "../interp.h"
@@ -137,6 +138,16 @@ void setup_nearest(const Grid& g, const T* ud, const T* uh, const T* uw, int64_t
     const int32_t iw = nearest_axis<T, P>(pw + static_cast<T>(j) + uw[j], W, mw);
     b.off[j] = (id * H + ih) * W + iw;
     b.inside[j] = md * mh * mw;
+  }
+}
+
+// Calls f with the padding as a compile-time constant (std::integral_constant<Pad, P>).
+template <typename F>
+void with_padding(Pad pad, F&& f) {
+  if (pad == Pad::Border) {
+    f(std::integral_constant<Pad, Pad::Border>{});
+  } else {
+    f(std::integral_constant<Pad, Pad::Zeros>{});
   }
 }
 

@@ -167,15 +167,6 @@ void backward_nearest(const Grid& g, const T* grad, const T* disp, ScatterTarget
   });
 }
 
-template <typename F>
-void with_padding(Pad pad, F&& f) {
-  if (pad == Pad::Border) {
-    f(std::integral_constant<Pad, Pad::Border>{});
-  } else {
-    f(std::integral_constant<Pad, Pad::Zeros>{});
-  }
-}
-
 at::Tensor warp_cpu(const at::Tensor& image, const at::Tensor& displacement,
                     c10::string_view interpolation, c10::string_view padding) {
   const WarpForward a = prepare_warp("autoreg::warp", image, displacement, interpolation, padding);

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "../args.h"
+#include "autoreg/ops.h"
 #include "neighbours.h"
 
 namespace autoreg::ops::detail {
@@ -31,6 +32,7 @@ double warp_mse_linear(const Grid& g, const T* img, const T* target, const T* di
                        double scale, T* gdisp) {
   const int64_t plane = g.plane();
   std::vector<double> row_sums(size_t(g.N * g.D * g.H), 0.0);
+  const T two_scale = T(2 * scale);  // d/du of Σ_c diff² is 2 Σ_c diff ∂sample/∂u, over C·Σ weight
   for_each_row(g, [&](int64_t n, int64_t d, int64_t h, int) {
     const int64_t row = (d * g.H + h) * g.W;
     const T* u = disp + n * 3 * plane + row;
@@ -58,8 +60,7 @@ double warp_mse_linear(const Grid& g, const T* img, const T* target, const T* di
         }
         const T wx = w_n ? w_n[w0 + j] : T(1);
         row_sum += double(wx * sq);
-        // d/du of Σ_c diff² is 2 Σ_c diff ∂sample/∂u; `scale` holds the 1/(C·Σ weight).
-        const T k = T(2 * scale) * wx;
+        const T k = two_scale * wx;
         acc[0][j] = k * sd;
         acc[1][j] = k * sh;
         acc[2][j] = k * sw;
@@ -97,18 +98,15 @@ std::tuple<at::Tensor, at::Tensor> warp_mse_cpu(const at::Tensor& image, const a
   if (img.numel() > 0) {
     // The mean over channels and voxels, or over channels and the weight's voxels (ε: an
     // empty weight gives 0, not NaN), as registration::similarity_loss.
-    const double denom = weighted ? w.sum().item<double>() + 1e-8 : double(g.N * g.plane());
+    const double denom = weighted ? w.sum().item<double>() + kEmptyWeight : double(g.N * g.plane());
     const double scale = 1.0 / (double(g.C) * denom);
     AT_DISPATCH_FLOATING_TYPES(img.scalar_type(), "autoreg::_warp_mse", [&] {
       const scalar_t* wp = weighted ? w.data_ptr<scalar_t>() : nullptr;
       scalar_t* gp = with_grad ? grad.data_ptr<scalar_t>() : nullptr;
-      if (spec.pad == Pad::Border) {
-        loss = warp_mse_linear<scalar_t, Pad::Border>(g, img.data_ptr<scalar_t>(), tgt.data_ptr<scalar_t>(),
-                                                      disp.data_ptr<scalar_t>(), wp, scale, gp);
-      } else {
-        loss = warp_mse_linear<scalar_t, Pad::Zeros>(g, img.data_ptr<scalar_t>(), tgt.data_ptr<scalar_t>(),
-                                                     disp.data_ptr<scalar_t>(), wp, scale, gp);
-      }
+      with_padding(spec.pad, [&](auto pad) {
+        loss = warp_mse_linear<scalar_t, decltype(pad)::value>(g, img.data_ptr<scalar_t>(), tgt.data_ptr<scalar_t>(),
+                                                               disp.data_ptr<scalar_t>(), wp, scale, gp);
+      });
     });
   } else if (with_grad) {
     grad.zero_();

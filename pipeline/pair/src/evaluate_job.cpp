@@ -7,12 +7,11 @@
 #include "autoreg/base/errors.h"
 #include "autoreg/io/field.h"
 #include "autoreg/io/grid.h"
+#include "autoreg/pipeline/pair_checks.h"
 #include "autoreg/registration/metrics.h"
 
 namespace autoreg::pipeline {
 namespace {
-
-nlohmann::json number(double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); }
 
 nlohmann::json error_summary(const io::PointErrors& e) {
   return {{"mean_mm", e.mean}, {"median_mm", e.median}, {"p95_mm", e.p95}, {"max_mm", e.max}};
@@ -60,7 +59,7 @@ void label_scores(const EvaluateInputs& in, nlohmann::json& out) {
       hd_sum += h;
       ++hd_count;
     }
-    out["labels"].push_back({{"label", l}, {"dice", d}, {"hd95_mm", number(h)}});
+    out["labels"].push_back({{"label", l}, {"dice", d}, {"hd95_mm", finite_or_null(h)}});
   }
   out["mean_dice"] = labels.empty() ? nlohmann::json(nullptr) : nlohmann::json(dice_sum / double(labels.size()));
   out["mean_hd95_mm"] = hd_count ? nlohmann::json(hd_sum / hd_count) : nlohmann::json(nullptr);

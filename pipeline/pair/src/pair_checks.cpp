@@ -9,7 +9,7 @@
 namespace autoreg::pipeline {
 
 AffineLimits affine_limits(const PairOptions& o) {
-  if (o.affine.rigid || o.preset == "ct-cbct") return {15, 0.98, 1.02};
+  if (o.affine.rigid || o.settings.preset == "ct-cbct") return {15, 0.98, 1.02};
   return {};
 }
 
@@ -58,7 +58,7 @@ std::vector<PairWarning> check_pair(const PairOptions& o, const PairResult& r, d
                     "the affine turns by %.1f degrees and scales by %.2f to %.2f%s, beyond what the %s pre-alignment "
                     "allows (%.0f degrees, %.2f to %.2f)",
                     shape.rotation_degrees, *lo, *hi, shape.reflects ? " with a reflection" : "",
-                    o.affine.rigid ? "rigid" : o.preset.c_str(), limits.max_rotation_degrees, limits.min_scale,
+                    o.affine.rigid ? "rigid" : o.settings.preset.c_str(), limits.max_rotation_degrees, limits.min_scale,
                     limits.max_scale);
       w.push_back({"affine_limits", text,
                    {{"rotation_degrees", shape.rotation_degrees}, {"scales", shape.scales}, {"reflects", shape.reflects},

@@ -157,7 +157,7 @@ nlohmann::json padding_summary(const PairOptions& o, const PairResult& r) {
     if (!f.padding) return nlohmann::json();
     return nlohmann::json{{"value", *f.padding}, {"outside_percent", 100.0 * f.outside_fraction}};
   };
-  return {{"rule", padding_text(o.padding)}, {"fixed", found(r.fixed_fov)}, {"moving", found(r.moving_fov)}};
+  return {{"rule", padding_text(o.settings.padding)}, {"fixed", found(r.fixed_fov)}, {"moving", found(r.moving_fov)}};
 }
 
 // A row's value as the record holds it: typed by its kind; unset ("") is null.
@@ -185,13 +185,18 @@ nlohmann::json record_value(const SettingRow& row, const std::string& text) {
   return text;
 }
 
-// What the registration was set to do, for the summary: every setting of the table as
-// given (the preset's, overridden by the options), then what the run made of them: the
-// pre-alignment and deformable stage it ran, the levels it stepped (a model's refinement),
-// how the intensities were normalised and the fields of view found.
+// What the registration was set to do, for the summary: the settings of the table as given
+// (the preset's, overridden by the options), except three recorded as what the run made of
+// them: the deformable stage it ran, the levels it stepped (a model's refinement) and the
+// fields of view found (`padding`); and the pre-alignment it ran and how the intensities
+// were normalised.
 nlohmann::json settings_summary(const PairOptions& o, const PairResult& r) {
   nlohmann::json s;
-  for (const SettingRow& row : setting_rows()) s[row.keyword] = record_value(row, row.get(o.settings));
+  for (const SettingRow& row : setting_rows()) {
+    if (row.keyword != "deformable" && row.keyword != "iterations" && row.keyword != "padding") {
+      s[row.keyword] = record_value(row, row.get(o.settings));
+    }
+  }
   const auto intensity = [](const PairResult::Intensity& i) { return nlohmann::json{{"rule", i.rule}, {"lo", i.lo}, {"hi", i.hi}}; };
   const bool pre = o.stages != Stages::DeformableOnly, deformable = o.stages != Stages::AffineOnly;
   s["pre_alignment"] = !pre ? "none" : o.affine.rigid ? "rigid" : "affine";

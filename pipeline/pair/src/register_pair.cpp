@@ -29,10 +29,6 @@ PairOptions pair_options(const RegistrationSettings& s) {
   o.stages = !s.deformable ? Stages::AffineOnly : !s.affine ? Stages::DeformableOnly : Stages::AffineAndDeformable;
   o.affine.similarity = o.deformable.similarity = registration::parse_similarity(s.similarity);
   o.affine.rigid = s.rigid;
-  o.padding = s.padding;
-  o.discrete_mm = s.discrete_mm;
-  o.discrete_grid_mm = s.discrete_grid_mm;
-  o.preset = s.preset;
   o.deformable.regularizer = registration::parse_regularizer(s.regularizer);
   o.deformable.regularization = s.regularization;
   o.deformable.learning_rate = s.learning_rate;
@@ -110,8 +106,8 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
   // Only what both scans show is compared: the given masks times the fields of view. The
   // checks compare what both show even when the similarity compares everything (--padding
   // none: the fields of view found automatically, not reported as used).
-  const bool padding_compared = o.padding.rule != Padding::Rule::None;
-  const Padding rule = padding_compared ? o.padding : Padding{};
+  const bool padding_compared = o.settings.padding.rule != Padding::Rule::None;
+  const Padding rule = padding_compared ? o.settings.padding : Padding{};
   PairResult::FieldOfView unused;
   r.masks = {within_field_of_view(fixed, given_masks.fixed, rule, padding_compared ? &r.fixed_fov : &unused),
              within_field_of_view(moving, given_masks.moving, rule, padding_compared ? &r.moving_fov : &unused)};
@@ -208,11 +204,11 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
     const at::Tensor moved = io::sample_mapped(m, fixed.geometry, r.affine, at::Tensor());
     lap("resample");
     registration::InstanceOptions deformable = o.deformable;
-    if (o.discrete_mm > 0) {
+    if (o.settings.discrete_mm > 0) {
       // The discrete search's displacement (fixed voxels) is where the velocity starts.
       registration::DiscreteOptions d;
-      d.radius_mm = o.discrete_mm;
-      d.grid_mm = o.discrete_grid_mm;
+      d.radius_mm = o.settings.discrete_mm;
+      d.grid_mm = o.settings.discrete_grid_mm;
       d.spacing = {fixed.geometry.spacing[2], fixed.geometry.spacing[1], fixed.geometry.spacing[0]};
       deformable.initial_velocity = registration::discrete_displacement(f, moved.to(device), d, masks.fixed);
       lap("discrete");

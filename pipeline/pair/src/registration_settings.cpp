@@ -61,19 +61,30 @@ void apply_preset(const std::string& name, RegistrationSettings& s) {
   s.compare_finer = p.compare_finer;
 }
 
-void validate(const RegistrationSettings& s) {
+namespace {
+
+// The similarity's and the regularizer's names, as the command line refuses others.
+void check_similarity(const std::string& name) {
   try {
-    registration::parse_similarity(s.similarity);
+    registration::parse_similarity(name);
   } catch (const std::invalid_argument&) {
-    throw SettingsError("--similarity must be ncc, mse or mind, got '" + s.similarity + "'");
+    throw SettingsError("--similarity must be ncc, mse or mind, got '" + name + "'");
   }
+}
+
+void check_regularizer(const std::string& name) {
+  if (name != "diffusion" && name != "tv") throw SettingsError("--regularizer must be diffusion or tv, got '" + name + "'");
+}
+
+}  // namespace
+
+void validate(const RegistrationSettings& s) {
+  check_similarity(s.similarity);
   if (s.device != "cpu" && s.device != "cuda") throw SettingsError("--device must be cpu or cuda, got '" + s.device + "'");
   if (!s.affine && !s.deformable) {
     throw SettingsError("--affine-only and --no-affine exclude each other (neither the affine nor the deformable stage is on)");
   }
-  if (s.regularizer != "diffusion" && s.regularizer != "tv") {
-    throw SettingsError("--regularizer must be diffusion or tv, got '" + s.regularizer + "'");
-  }
+  check_regularizer(s.regularizer);
   if (s.rigid && !s.affine) throw SettingsError("--rigid and --no-affine exclude each other (--rigid sets the affine stage)");
   if (!(s.regularization >= 0)) throw SettingsError("--regularization must be >= 0");
   if (!(s.learning_rate > 0) || !std::isfinite(s.learning_rate)) {
@@ -219,11 +230,7 @@ std::vector<SettingRow> make_rows() {
   rows.push_back({"similarity", "similarity", false, "", "ncc|mse|mind",
                   "ncc, mse, or mind (MIND-SSC, for different modalities)", [](const S& s) { return s.similarity; },
                   [](S& s, const std::string& t) {
-                    try {
-                      registration::parse_similarity(t);
-                    } catch (const std::invalid_argument&) {
-                      throw SettingsError("--similarity must be ncc, mse or mind, got '" + t + "'");
-                    }
+                    check_similarity(t);
                     s.similarity = t;
                   },
                   "mind"});
@@ -232,7 +239,7 @@ std::vector<SettingRow> make_rows() {
                   "lets organs slide, e.g. the liver along the body wall)",
                   [](const S& s) { return s.regularizer; },
                   [](S& s, const std::string& t) {
-                    if (t != "diffusion" && t != "tv") throw SettingsError("--regularizer must be diffusion or tv, got '" + t + "'");
+                    check_regularizer(t);
                     s.regularizer = t;
                   },
                   "tv"});

@@ -25,7 +25,6 @@ extern "C" void on_stop_signal(int signal) { g_stop = signal; }
 
 using Clock = std::chrono::steady_clock;
 
-std::string dice_text(double v) { return std::isfinite(v) ? std::to_string(v).substr(0, 5) : "-"; }
 
 // A Trainer's steps as the loop logs them.
 class TrainingRun : public LoopedRun {
@@ -42,7 +41,7 @@ class TrainingRun : public LoopedRun {
     return s;
   }
 
-  std::string progress(const LoopStep&, double validation) const override {
+  std::string progress(double validation) const override {
     char text[256];
     std::snprintf(text, sizeof text, "loss %.4f (similarity %.4f, smoothness %.4f, dice %.4f)  validation Dice %s",
                   last_.loss, last_.similarity, last_.smoothness, last_.dice, dice_text(validation).c_str());
@@ -178,7 +177,7 @@ class Loop {
       if (std::isfinite(validation_)) r.line["validation_dice"] = validation_;
       if (loop_.on_validated) loop_.on_validated(r.step, validation_);
     }
-    if (loop_.validation == Validation::Decoupled && !loop_.evaluations.empty()) {
+    if (loop_.validation == Validation::Decoupled) {
       if (const auto e = evaluations_.latest()) {
         validation_ = e->dice;
         if (std::isfinite(validation_)) r.line["validation_dice"] = validation_;
@@ -199,9 +198,9 @@ class Loop {
       const double budget_left = loop_.budget_seconds - seconds;
       left = loop_.steps > 0 ? std::min(left, budget_left) : budget_left;
     }
-    const std::string total = loop_.steps > 0 && loop_.steps < (int64_t(1) << 40) ? "/" + std::to_string(loop_.steps) : "";
+    const std::string total = loop_.steps > 0 ? "/" + std::to_string(loop_.steps) : "";
     std::fprintf(stderr, "%s %ld%s  %s  %.2f s/step  %s left\n", loop_.label.c_str(), long(r.step), total.c_str(),
-                 looped_.progress(r, validation_).c_str(), per_step, duration(std::max(0.0, left)).c_str());
+                 looped_.progress(validation_).c_str(), per_step, duration(std::max(0.0, left)).c_str());
   }
 
   LoopedRun& looped_;

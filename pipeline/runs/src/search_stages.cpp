@@ -21,13 +21,8 @@
 #include "validation_process.h"
 
 namespace autoreg::pipeline::detail {
-namespace {
 
 namespace fs = std::filesystem;
-
-std::string dice_text(double v) { return std::isfinite(v) ? std::to_string(v).substr(0, 5) : "-"; }
-
-}  // namespace
 
 registration::TrainingSet load_data(SearchParams& p) {
   const io::Manifest manifest = io::read_manifest(p.settings.manifest);
@@ -128,7 +123,7 @@ class SearchRun : public LoopedRun {
     return {last_.step, last_.rollbacks, search_log_line(searcher_, last_, seconds)};
   }
 
-  std::string progress(const LoopStep&, double validation) const override {
+  std::string progress(double validation) const override {
     const auto l = searcher_.objective().lambda;
     const registration::Genotype g = searcher_.derived();
     char text[512];
@@ -173,7 +168,7 @@ void search_loop(search::Searcher& searcher, const SearchParams& p, const Paths&
   SearchRun run(searcher, budget);
   const RunOutcome outcome = run_loop(run, loop);
   searcher.notes["finished"] = "1";
-  loop.before_checkpoint(outcome.seconds);
+  searcher.notes["seconds"] = std::to_string(outcome.seconds);
   searcher.save_checkpoint(loop.checkpoint);
   searcher.finish_checkpoints();
 }
@@ -237,7 +232,7 @@ void retrain(const SearchParams& p, const Paths& out, const registration::Traini
   loop.log = out.file("retrain.log.jsonl");
   loop.failures = out.file("failures.jsonl");
   loop.checkpoint = out.file("retrain.ckpt");
-  loop.steps = train.steps;
+  loop.steps = by_time ? 0 : train.steps;  // by time: the budget alone ends it
   loop.budget_seconds = by_time ? p.budget_minutes() * 60 - summary["search_seconds"].get<double>() : 0;
   loop.checkpoint_every = 4 * p.settings.checkpoint_every;
   loop.validate_every = p.settings.validate_every;

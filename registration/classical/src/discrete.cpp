@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "autoreg/registration/similarity.h"
@@ -93,25 +94,24 @@ void mean_along(float* cost, int64_t K, int64_t lines, int64_t length, int64_t s
 }
 
 // The cost of slices [z0, z1) aggregated over 3×3×3 voxels (as ConvexAdam), none where
-// the fixed image has no data: computed on [z0 − 1, z1 + 1) (within the grid), whose first
-// slice `offset` returns, so that the slab's own slices see their neighbours.
-std::vector<float> cost_slab(const Search& s, int64_t z0, int64_t z1, int64_t& offset) {
+// the fixed image has no data (its pooled mask at or below 0.5): computed into `out` on
+// [z0 − 1, z1 + 1) (within the grid), so that the slab's own slices see their neighbours;
+// returns where in `out` slice z0 begins.
+const float* cost_slab(const Search& s, int64_t z0, int64_t z1, float* out) {
   const int64_t a = std::max<int64_t>(0, z0 - 1), b = std::min(s.D, z1 + 1), K = s.K(), H = s.H, W = s.W;
-  std::vector<float> cost(size_t((b - a) * H * W * K));
-  raw_cost(s, a, b, cost.data());
+  raw_cost(s, a, b, out);
   const int64_t depth = b - a;
-  mean_along(cost.data(), K, depth * H, W, 1, [&](int64_t l) { return l * W; });
-  mean_along(cost.data(), K, depth * W, H, W, [&](int64_t l) { return (l / W) * H * W + l % W; });
-  mean_along(cost.data(), K, H * W, depth, H * W, [&](int64_t l) { return l; });
+  mean_along(out, K, depth * H, W, 1, [&](int64_t l) { return l * W; });
+  mean_along(out, K, depth * W, H, W, [&](int64_t l) { return (l / W) * H * W + l % W; });
+  mean_along(out, K, H * W, depth, H * W, [&](int64_t l) { return l; });
   if (s.mask.defined()) {
     const float* inside = s.mask.data_ptr<float>() + a * H * W;
     at::parallel_for(0, depth * H * W, 4096, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i)
-        if (inside[i] < 0.5f) std::fill_n(cost.data() + i * K, K, 0.f);
+        if (inside[i] <= 0.5f) std::fill_n(out + i * K, K, 0.f);
     });
   }
-  offset = z0 - a;
-  return cost;
+  return out + (z0 - a) * H * W * K;
 }
 
 // One step of the coupled optimisation for the voxels [first, first + count): u = argmin_d
@@ -185,26 +185,27 @@ at::Tensor discrete_displacement(const at::Tensor& fixed, const at::Tensor& movi
     return a[0] * a[0] + a[1] * a[1] + a[2] * a[2] < b[0] * b[0] + b[1] * b[1] + b[2] * b[2];
   });
   for (const auto& d : s.shifts) s.offsets.push_back({float(d[0]), float(d[1]), float(d[2])});
-  // The cost volume in slabs of slices that fit in max_cost_mib with their two neighbours:
-  // all of it at once, kept for every step of the coupling, when it fits; otherwise
-  // slab by slab at every step (the cost computed once per step instead of once).
-  const int64_t slice_bytes = s.H * s.W * s.K() * int64_t(sizeof(float));
-  const int64_t depth = std::max<int64_t>(1, o.max_cost_mib * (int64_t(1) << 20) / slice_bytes - 2);
+  // The cost volume: all of it at once, kept for every step of the coupling, when it fits
+  // in max_cost_mib; otherwise in slabs of slices that fit with their two neighbours (at
+  // least one slice), each computed again at every step of the coupling.
   const int64_t plane = s.H * s.W;
+  const int64_t slice_bytes = plane * s.K() * int64_t(sizeof(float));
+  const int64_t budget = o.max_cost_mib * (int64_t(1) << 20);
+  const bool whole = s.D * slice_bytes <= budget;
+  const int64_t depth = whole ? s.D : std::max<int64_t>(1, budget / slice_bytes - 2);
+  // One buffer for the volume or for every slab (uninitialised: each slab writes all of it).
+  const std::unique_ptr<float[]> buffer(new float[size_t(std::min(s.D, depth + 2) * slice_bytes / int64_t(sizeof(float)))]);
+  const float* all = whole ? cost_slab(s, 0, s.D, buffer.get()) : nullptr;
   // The coupled optimisation: u = argmin_d cost(d) + θ·|d − v|², v = u smoothed.
   at::Tensor v = at::zeros({1, 3, s.D, s.H, s.W}, at::kFloat);
   at::Tensor u = at::empty_like(v);
-  std::vector<float> whole;
-  int64_t offset = 0;
-  if (depth >= s.D) whole = cost_slab(s, 0, s.D, offset);
   for (const double theta : o.coupling) {
-    if (!whole.empty()) {
-      choose(s, whole.data(), 0, s.D * plane, theta, v, u);
+    if (whole) {
+      choose(s, all, 0, s.D * plane, theta, v, u);
     } else {
       for (int64_t z0 = 0; z0 < s.D; z0 += depth) {
         const int64_t z1 = std::min(s.D, z0 + depth);
-        const std::vector<float> slab = cost_slab(s, z0, z1, offset);
-        choose(s, slab.data() + offset * plane * s.K(), z0 * plane, (z1 - z0) * plane, theta, v, u);
+        choose(s, cost_slab(s, z0, z1, buffer.get()), z0 * plane, (z1 - z0) * plane, theta, v, u);
       }
     }
     v = smoothed(u, 3).contiguous();

@@ -186,9 +186,9 @@ at::Tensor fit_half_velocity(const at::Tensor& fixed, const at::Tensor& moving, 
       }
       // Squared differences (of descriptors or intensities) in one pass with their gradient.
       const at::Tensor similarity =
-          descriptors || o.similarity == Similarity::Mse
+          o.similarity != Similarity::Ncc  // MSE, or MIND's descriptors by MSE
               ? ops::warped_mse(compared_moving, compared_fixed, u, ops::Padding::Border, weight)
-              : similarity_loss(o.similarity, compared_fixed,
+              : similarity_loss(Similarity::Ncc, compared_fixed,
                                 ops::warp(compared_moving, u, ops::Interpolation::Linear, ops::Padding::Border),
                                 window, weight);
       const at::Tensor loss = similarity + o.regularization * smoothness(velocity, o.regularizer, level_spacing);

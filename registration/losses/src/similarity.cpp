@@ -1,5 +1,7 @@
 #include "autoreg/registration/similarity.h"
 
+#include "autoreg/ops.h"
+
 #include "box_filter.h"
 
 #include <ATen/ATen.h>
@@ -148,7 +150,7 @@ at::Tensor similarity_loss(Similarity kind, const at::Tensor& fixed, const at::T
       case Similarity::Mse: per_voxel = (fixed - warped).pow(2).mean(1, /*keepdim=*/true); break;  // channels averaged, as unweighted
       case Similarity::Mind: per_voxel = (mind_ssc(fixed) - mind_ssc(warped)).pow(2).mean(1, /*keepdim=*/true); break;
     }
-    return (per_voxel * weight).sum() / (weight.sum() + 1e-8);
+    return (per_voxel * weight).sum() / (weight.sum() + ops::kEmptyWeight);
   }
   switch (kind) {
     case Similarity::Ncc: return 1 - local_ncc_map(fixed, warped, window).mean();

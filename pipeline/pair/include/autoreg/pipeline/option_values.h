@@ -63,8 +63,8 @@ inline std::vector<double> parse_number_list(const std::string& option, const st
   return out;
 }
 
-// Adam steps per level, coarse level first ("70,20": --iterations, --affine-iterations).
-// Step counts per level, coarse level first: between `least` and `most` of them.
+// Step counts per level, coarse level first ("70,20": --iterations, --affine-iterations):
+// between `least` and `most` of them.
 inline std::vector<unsigned> parse_counts(const std::string& option, const std::string& text, size_t least, size_t most) {
   const std::vector<int64_t> out = parse_int_list(option, text);
   for (int64_t n : out) {

@@ -29,7 +29,9 @@ enum class Stages { AffineAndDeformable, AffineOnly, DeformableOnly };
 
 struct PairOptions {
   // The settings these options were made from (pair_options): the --json record, and
-  // what the pair reads of them directly (the intensity window).
+  // what the pair reads of them as they are: the intensity window, the padding outside
+  // the fields of view, the discrete search's radius (0: none) and grid, the preset (the
+  // failure checks' limits).
   RegistrationSettings settings;
   Stages stages = Stages::AffineAndDeformable;
   registration::AffineOptions affine;
@@ -53,12 +55,6 @@ struct PairOptions {
   // velocities integrated backwards (exp(−v), the exact inverse of the model, up to
   // the integration's error), then the affine inverted.
   bool inverse = false;
-  Padding padding;  // what lies outside the fields of view (RegistrationSettings::padding)
-  // Without a model, instance optimisation starts from a discrete search of displacements
-  // up to this many mm (registration/discrete.h); 0: from zero.
-  double discrete_mm = 0;
-  double discrete_grid_mm = 4;  // its grid (registration/discrete.h)
-  std::string preset = "brain";  // the settings' preset, for the summary
 };
 
 // The least relative gain in the deformable stage's similarity loss (on what both scans

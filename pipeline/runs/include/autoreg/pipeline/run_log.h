@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -38,6 +39,9 @@ inline double cut_log_to(const std::string& path, int64_t step) {
   }
   return seconds;
 }
+
+// A validation Dice for a progress line: "0.734", or "-" when there is none (NaN).
+inline std::string dice_text(double v) { return std::isfinite(v) ? std::to_string(v).substr(0, 5) : "-"; }
 
 // "1h05m" or "3m07s".
 inline std::string duration(double seconds) {

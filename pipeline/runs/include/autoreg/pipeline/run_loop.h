@@ -68,9 +68,9 @@ class LoopedRun {
   registration::SteppedRun& run() const { return run_; }
   // One step; `seconds`: the run's time so far (rank 0's clock, all runs).
   virtual LoopStep step(double seconds) = 0;
-  // The progress line's middle, after "<label> <step>[/<steps>]", with the last
-  // validation Dice (NaN: none yet).
-  virtual std::string progress(const LoopStep& step, double validation) const = 0;
+  // The progress line's middle, after "<label> <step>[/<steps>]", for the last step, with
+  // the last validation Dice (NaN: none yet).
+  virtual std::string progress(double validation) const = 0;
   // What a rollback did, for the failures file and the progress line ("a smaller
   // learning rate").
   virtual const char* remedy() const = 0;

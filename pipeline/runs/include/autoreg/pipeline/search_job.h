@@ -20,7 +20,6 @@
 
 #include "autoreg/parallel/ranks.h"
 #include "autoreg/pipeline/run_settings.h"
-#include "autoreg/search/choices.h"
 #include "autoreg/search/search_options.h"
 
 namespace autoreg::pipeline {

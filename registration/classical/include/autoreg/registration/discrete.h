@@ -25,7 +25,8 @@ struct DiscreteOptions {
   std::array<double, 5> coupling{0, 0.001, 0.003, 0.01, 0.03};
   // The cost volume's memory at most, MiB (one float per candidate and grid voxel): a
   // volume whose cost does not fit is searched in slabs of slices, each computed again
-  // at every step of the coupling (about five times the search's time).
+  // at every step of the coupling (about five times the search's time); a slab holds at
+  // least three slices (one and its two neighbours), whatever the limit.
   int64_t max_cost_mib = 1024;
 };
 
