@@ -5,6 +5,8 @@
 // with --strict, its outputs written.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <ATen/ATen.h>
 
 #include <nlohmann/json.hpp>
@@ -41,6 +43,13 @@ class ChecksCli : public Cli {
     io::write_volume(path("ct.nii.gz"), {ct.round().to(at::kInt).contiguous(), g});
     io::write_volume(path("cbct.nii.gz"), {cbct.round().to(at::kInt).contiguous(), g});
     io::write_volume(path("organ.nii.gz"), {organ_.contiguous(), g});
+    // A CBCT with a short, shifted field of view (the held-out failure's kind): a cylinder
+    // of radius 12 voxels 6 voxels off the centre, over the last 10 of the 16 slices.
+    const at::Tensor z = at::arange(D, at::kFloat).view({1, 1, D, 1, 1});
+    const at::Tensor shifted =
+        ((y - 2).pow(2) + (x - 6).pow(2)).le(12 * 12).to(at::kFloat).expand({1, 1, D, H, W}) * z.ge(6).to(at::kFloat);
+    const at::Tensor short_cbct = (ct - 220).clamp_min(-999) * shifted - 1000 * (1 - shifted);
+    io::write_volume(path("short_cbct.nii.gz"), {short_cbct.round().to(at::kInt).contiguous(), g});
   }
   Result registered(const std::string& options) {
     return run("register --json --fixed " + path("cbct.nii.gz") + " --moving " + path("ct.nii.gz") + " --out-warped " +
@@ -67,6 +76,38 @@ TEST_F(ChecksCli, TheCbctsPaddingIsLeftOutAndAnAlignedPairIsNotPreAligned) {
   // (Instance optimisation with local NCC drifts on this smooth phantom even from its
   // optimum, as it did before these changes: a CT registered onto itself moves by
   // millimetres. worse_than_start reports it; that is the check working, not asserted here.)
+}
+
+// With no options, as a new user: the pair is seen to be a CT onto its CBCT, so ct-cbct
+// and a pre-alignment that cannot scale; the brain preset forced keeps its settings but not
+// the affine's scale and shear (one patient's scans); the pre-alignment is judged 15 mm or
+// more inside the field of view's edge, and nothing warns.
+TEST_F(ChecksCli, AShortShiftedFieldOfViewGetsTheCtCbctPresetAndNoScaling) {
+  for (const std::string preset : {"", "--preset brain"}) {
+    const Result r = run("register --json --iterations 20,10 --fixed " + path("short_cbct.nii.gz") + " --moving " +
+                         path("ct.nii.gz") + " --out-warped " + path("w.nii.gz") + " --out-field " + path("d.nii.gz") +
+                         " " + preset);
+    ASSERT_EQ(r.code, 0) << r.output;
+    const nlohmann::json s = summary_of(r);
+    const nlohmann::json& c = s["preset_choice"];
+    EXPECT_EQ(c["name"], preset.empty() ? "ct-cbct" : "brain") << c;
+    EXPECT_EQ(c["automatic"], preset.empty());
+    EXPECT_EQ(c["evidence"]["fixed"]["kind"], "cbct") << c;
+    EXPECT_EQ(c["evidence"]["moving"]["kind"], "ct") << c;
+    EXPECT_TRUE(c["evidence"]["same_patient"].get<bool>());
+    EXPECT_EQ(c["rigid_at_most"], !preset.empty()) << "ct-cbct is rigid of itself";
+    EXPECT_NE(r.output.find("preset " + c["name"].get<std::string>() + ": "), std::string::npos) << "one line says it";
+    EXPECT_EQ(s["settings"]["pre_alignment"], "rigid");
+    EXPECT_EQ(s["settings"]["regularization"], preset.empty() ? 4.0 : 1.0);
+    EXPECT_EQ(s["affine_check"]["judged"]["edge_margin_mm"], 15.0) << s["affine_check"];
+    const auto& a = s["affine_lps"];
+    for (int i = 0; i < 3; ++i) {
+      double norm = 0;
+      for (int j = 0; j < 3; ++j) norm += a[j][i].get<double>() * a[j][i].get<double>();
+      EXPECT_NEAR(std::sqrt(norm), 1.0, 1e-6) << "no scaling: " << a;
+    }
+    for (const auto& w : s["warnings"]) EXPECT_NE(w["check"], "affine_limits") << w;
+  }
 }
 
 TEST_F(ChecksCli, ARegistrationThatFailsByConstructionWarnsAndStrictExitsSix) {

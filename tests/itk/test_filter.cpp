@@ -218,7 +218,8 @@ TEST(RegistrationSettings, PresetsAreNamedSettings) {
   EXPECT_EQ(defaults.compare_finer, 0u);
   EXPECT_EQ(breathing.learning_rate, 0.4);
   EXPECT_NO_THROW(pipeline::validate(breathing));
-  EXPECT_EQ(pipeline::presets().size(), 3u);
+  EXPECT_EQ(pipeline::presets().size(), 4u);
+  EXPECT_EQ(defaults.preset, "auto");  // chosen from the images (preset_choice.h); brain's settings until then
   const pipeline::RegistrationSettings ct = pipeline::preset_settings("ct-cbct");
   EXPECT_TRUE(ct.affine && ct.rigid);
   EXPECT_EQ(ct.regularization, 4.0);
@@ -237,7 +238,7 @@ TEST(RegistrationSettings, PresetsAreNamedSettings) {
 // name is an itk::ExceptionObject listing the known ones.
 TEST(RegistrationFilter, SetPresetSetsThePresetsSettings) {
   auto filter = Filter::New();
-  EXPECT_EQ(filter->GetPreset(), "brain");
+  EXPECT_EQ(filter->GetPreset(), "auto");
   filter->SetSeed(5u);
   filter->SetPreset("breathing");
   EXPECT_EQ(filter->GetPreset(), "breathing");

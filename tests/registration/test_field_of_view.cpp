@@ -75,5 +75,26 @@ TEST(FieldOfView, ClampedAirAndMrBackgroundAreNotPaddingUnlessAValueIsGiven) {
   EXPECT_FALSE(registration::field_of_view(mr + 1, 0.0).inside.defined());
 }
 
+TEST(FieldOfView, AwayFromTheEdgeKeepsWhatLiesTheMarginOrMoreInside) {
+  // A cylinder of radius 20 voxels of 2 mm, slices of 3 mm: 15 mm inside its edge is a
+  // radius of 12.5 voxels or less; the margin is grown as a box on a ~3 mm grid (at least
+  // the margin, at most a cell more along an axis and √2 times that diagonally: a radius
+  // of 5 voxels or more is kept), and the slab's faces are no edge of it.
+  const int64_t D = 10, H = 56, W = 56;
+  const at::Tensor inside = cylinder(D, H, W, 20);
+  const at::Tensor away = registration::away_from_edge(inside, {3, 2, 2}, 15);
+  ASSERT_EQ(away.sizes(), inside.sizes());
+  const at::Tensor y = at::arange(H, at::kFloat).view({1, 1, 1, H, 1}) - (H - 1) / 2.0;
+  const at::Tensor x = at::arange(W, at::kFloat).view({1, 1, 1, 1, W}) - (W - 1) / 2.0;
+  const at::Tensor r = (y * y + x * x).sqrt().expand({1, 1, D, H, W});
+  // Nothing within 15 mm (7.5 voxels) of the edge, and all of a radius of 5 voxels.
+  EXPECT_EQ(away.masked_select(r.gt(20 - 7.5)).sum().item<double>(), 0);
+  EXPECT_GT(away.masked_select(r.lt(5)).min().item<double>(), 0.5);
+  // Every slice alike: the grid's faces along D are not the field of view's edge.
+  EXPECT_TRUE(away.select(2, 0).equal(away.select(2, D / 2)));
+  // A field of view with no edge stays whole.
+  EXPECT_TRUE(registration::away_from_edge(at::ones({1, 1, D, H, W}), {3, 2, 2}, 15).equal(at::ones({1, 1, D, H, W})));
+}
+
 }  // namespace
 }  // namespace autoreg::test

@@ -21,9 +21,10 @@
 // Modified() of itkSetMacro without its debug message, which streams the value (a
 // std::vector has no operator<<: the macro failed to compile wherever NDEBUG was not
 // defined, a user's Debug build).
-#define autoregFilterSettingMacro(name, type, field) \
-  virtual void Set##name(const type& value) {        \
-    if (m_Settings.field == value) return;           \
+#define autoregFilterSettingMacro(name, type, field)    \
+  virtual void Set##name(const type& value) {           \
+    autoreg::pipeline::mark_given(m_Settings, #field);  \
+    if (m_Settings.field == value) return;              \
     m_Settings.field = value;                        \
     this->Modified();                                \
   }                                                  \
@@ -110,12 +111,15 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   /** "cpu" or "cuda". Default: "cpu". */
   autoregFilterSettingMacro(Device, std::string, device);
 
-  /** Named settings for an anatomy and motion, as `autoreg register --preset`: "brain"
-   * (the defaults), "breathing" (the same patient's frames across breathing) or "ct-cbct"
-   * (a planning CT onto the same patient's cone-beam CT). Sets every
-   * setting the preset names (the levels, the pre-alignment, the regulariser, its weight,
-   * the step, full resolution); setters called after it override them. An unknown name
-   * throws itk::ExceptionObject listing the known ones. Default: "brain". */
+  /** Named settings for an anatomy and motion, as `autoreg register --preset`: "auto"
+   * (chosen from the images by Update(): a CT pair gets "ct-cbct", a thick-slice MR of
+   * the trunk "breathing", anything else "brain"; every setting given through a setter or
+   * SetSetting is kept over the chosen preset), "brain" (adult brain MRI between
+   * subjects), "breathing" (the same patient's frames across breathing) or "ct-cbct" (a
+   * planning CT onto the same patient's cone-beam CT). Sets every setting the preset
+   * names (the levels, the pre-alignment, the regulariser, its weight, the step, full
+   * resolution); setters called after it override them. An unknown name throws
+   * itk::ExceptionObject listing the known ones. Default: "auto". */
   void SetPreset(const std::string& name);
   virtual const std::string& GetPreset() const { return m_Settings.preset; }
 

@@ -39,6 +39,7 @@ void AutoRegImageRegistrationFilter<TFixedImage, TMovingImage, TDisplacementFiel
   autoreg::pipeline::RegistrationSettings s = m_Settings;
   try {
     autoreg::pipeline::setting_row(keyword).set(s, value);
+    if (keyword != "preset") autoreg::pipeline::mark_given(s, keyword);
   } catch (const std::exception& e) {
     itkExceptionMacro(<< e.what());
   }

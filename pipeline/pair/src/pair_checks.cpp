@@ -8,8 +8,8 @@
 
 namespace autoreg::pipeline {
 
-AffineLimits affine_limits(const PairOptions& o) {
-  if (o.affine.rigid || o.settings.preset == "ct-cbct") return {15, 0.98, 1.02};
+AffineLimits affine_limits(const PairOptions& o, bool same_patient) {
+  if (o.affine.rigid || o.settings.preset == "ct-cbct" || same_patient) return {15, 0.98, 1.02};
   return {};
 }
 
@@ -48,7 +48,7 @@ std::vector<PairWarning> check_pair(const PairOptions& o, const PairResult& r, d
                  {{"similarity", kind}, {"loss_before", r.loss_before}, {"loss_after", r.loss_after}}});
   }
   if (o.stages != Stages::DeformableOnly && r.affine.defined()) {
-    const AffineLimits limits = affine_limits(o);
+    const AffineLimits limits = affine_limits(o, r.preset.evidence.same_patient);
     const AffineShape shape = affine_shape(r.affine);
     const auto [lo, hi] = std::minmax_element(shape.scales.begin(), shape.scales.end());
     if (shape.reflects || shape.rotation_degrees > limits.max_rotation_degrees || *lo < limits.min_scale ||
@@ -58,7 +58,8 @@ std::vector<PairWarning> check_pair(const PairOptions& o, const PairResult& r, d
                     "the affine turns by %.1f degrees and scales by %.2f to %.2f%s, beyond what the %s pre-alignment "
                     "allows (%.0f degrees, %.2f to %.2f)",
                     shape.rotation_degrees, *lo, *hi, shape.reflects ? " with a reflection" : "",
-                    o.affine.rigid ? "rigid" : o.settings.preset.c_str(), limits.max_rotation_degrees, limits.min_scale,
+                    o.affine.rigid ? "rigid" : r.preset.evidence.same_patient ? "same patient's" : o.settings.preset.c_str(),
+                    limits.max_rotation_degrees, limits.min_scale,
                     limits.max_scale);
       w.push_back({"affine_limits", text,
                    {{"rotation_degrees", shape.rotation_degrees}, {"scales", shape.scales}, {"reflects", shape.reflects},

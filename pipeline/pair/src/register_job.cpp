@@ -212,9 +212,17 @@ nlohmann::json settings_summary(const PairOptions& o, const PairResult& r) {
 nlohmann::json affine_check_summary(const PairResult& r) {
   if (!r.affine_report) return nullptr;
   const registration::AffineReport& a = *r.affine_report;
+  const PairResult::AffineJudgement& j = r.affine_judgement;
   return {{"loss_fitted", a.fitted_loss},
           {"loss_headers", a.headers_loss},
           {"local_loss_headers", r.loss_before},
+          {"judged", {{"similarity", registration::similarity_name(r.options.deformable.similarity)},
+                      {"edge_margin_mm", j.edge_margin_mm},
+                      {"on", j.edge_margin_mm > 0 ? "what both show, the margin or more inside the fields of view's edges"
+                                                  : "what both show"},
+                      {"loss_headers", finite_or_null(j.loss_headers)},
+                      {"loss_fitted", finite_or_null(j.loss_fitted)},
+                      {"least_gain", kAffineGain}}},
           {"kept", r.affine_dropped ? "headers" : "fitted"}};
 }
 
@@ -273,6 +281,7 @@ PairOutputs register_in_memory(RegisterJob& p, PairInputs& in, StageTimes& times
   // kept for the warped output.
   PairOutputs out;
   out.result = register_pair({std::move(in.fixed.data), in.fixed.geometry}, in.moving, p.options, &times, in.masks);
+  std::fprintf(stderr, "preset %s: %s\n", out.result.preset.name.c_str(), out.result.preset.reason.c_str());
   c10::AutoGradMode no_grad(false);
   out.warped = {io::sample_mapped(in.moving, in.fixed.geometry, at::Tensor(), out.result.displacement), in.fixed.geometry};
   if (in.moving_labels.data.defined()) {
@@ -290,7 +299,7 @@ PairMetrics pair_metrics(const RegisterJob& p, const PairInputs& in, const PairO
   if (r.inverse.defined()) m.inverse = inverse_summary(in, r, out.warped.data);
   m.jacobian = registration::jacobian_stats(r.displacement);
   times.lap("jacobian");
-  m.warnings = check_pair(p.options, r, m.jacobian.non_positive_percent);
+  m.warnings = check_pair(r.options, r, m.jacobian.non_positive_percent);
   if (in.fixed_labels.data.defined() && out.warped_labels.data.defined()) {
     m.dice = registration::mean_dice_over_reference(in.fixed_labels.data, out.warped_labels.data);
   }
@@ -341,7 +350,8 @@ nlohmann::json pair_summary(const RegisterJob& p, const PairOutputs& out, const 
           {"affine_check", affine_check_summary(r)},
           {"similarity_check", {{"loss_before", finite_or_null(r.loss_before)}, {"loss_after", finite_or_null(r.loss_after)}}},
           {"warnings", warnings_json(m.warnings)},
-          {"settings", settings_summary(p.options, r)}};
+          {"preset_choice", choice_json(r.preset)},
+          {"settings", settings_summary(r.options, r)}};
 }
 
 nlohmann::json register_inputs(RegisterJob p, PairInputs in, StageTimes& times) {

@@ -15,6 +15,7 @@
 #include "autoreg/ops.h"
 #include "autoreg/pipeline/default_model.h"
 #include "autoreg/pipeline/frame.h"
+#include "autoreg/pipeline/preset_choice.h"
 #include "autoreg/registration/discrete.h"
 #include "autoreg/registration/field_of_view.h"
 #include "autoreg/registration/model_file.h"
@@ -23,8 +24,17 @@
 namespace autoreg::pipeline {
 
 PairOptions pair_options(const RegistrationSettings& s) {
+  PairOptions o = with_settings(PairOptions{}, s);
+  if (!s.model.empty()) {
+    o.model_file = resolve_model_name(s.model);
+    o.model = std::make_shared<registration::Model>(registration::load_model(o.model_file));
+  }
+  return o;
+}
+
+PairOptions with_settings(const PairOptions& given, const RegistrationSettings& s) {
   validate(s);
-  PairOptions o;
+  PairOptions o = given;
   o.settings = s;
   o.stages = !s.deformable ? Stages::AffineOnly : !s.affine ? Stages::DeformableOnly : Stages::AffineAndDeformable;
   o.affine.similarity = o.deformable.similarity = registration::parse_similarity(s.similarity);
@@ -40,10 +50,6 @@ PairOptions pair_options(const RegistrationSettings& s) {
   o.deformable.seed = s.seed;
   o.device = s.device;
   o.refine = s.refine;
-  if (!s.model.empty()) {
-    o.model_file = resolve_model_name(s.model);
-    o.model = std::make_shared<registration::Model>(registration::load_model(o.model_file));
-  }
   return o;
 }
 
@@ -82,23 +88,35 @@ std::array<double, 2> normalisation_percentiles(const PairOptions& o) {
 
 namespace {
 
-// The mask of what `v` shows (its field of view, found by `padding`'s rule, automatic or
-// a value: registration/field_of_view.h) times the given `mask`, as PairMasks holds it;
-// *found says what was found.
-at::Tensor within_field_of_view(const io::Volume& v, const at::Tensor& mask, const Padding& padding,
-                                PairResult::FieldOfView* found) {
+// What `v` shows: its field of view (found by `padding`'s rule, automatic or a value:
+// registration/field_of_view.h) times the given `mask`, as PairMasks holds it (`within`),
+// and the same kMarginMm or more inside the field of view's edge (`interior`); what was
+// found.
+struct Shown {
+  at::Tensor within, interior;
+  PairResult::FieldOfView found;
+};
+
+Shown shown(const io::Volume& v, const at::Tensor& mask, const Padding& padding) {
   const registration::FieldOfView fov = registration::field_of_view(
       v.data, padding.rule == Padding::Rule::Value ? std::optional<double>(padding.value) : std::nullopt);
-  *found = {fov.padding, fov.outside_fraction};
-  if (!fov.inside.defined()) return mask;
-  return mask.defined() ? mask.cpu() * fov.inside : fov.inside;
+  Shown s;
+  s.found = {fov.padding, fov.outside_fraction};
+  const auto times_mask = [&](const at::Tensor& inside) { return mask.defined() ? mask.cpu() * inside : inside; };
+  if (!fov.inside.defined()) {
+    s.within = s.interior = mask;
+    return s;
+  }
+  const io::Geometry& g = v.geometry;
+  s.within = times_mask(fov.inside);
+  s.interior = times_mask(registration::away_from_edge(fov.inside, {g.spacing[2], g.spacing[1], g.spacing[0]}, kEdgeMarginMm));
+  return s;
 }
 
 }  // namespace
 
-PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions& o, StageTimes* times,
+PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions& given_options, StageTimes* times,
                          const PairMasks& given_masks) {
-  const at::Device device = ops::parse_device(o.device);
   PairResult r;
   const auto lap = [times](const char* stage) {
     if (times) times->lap(stage);
@@ -106,12 +124,22 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
   // Only what both scans show is compared: the given masks times the fields of view. The
   // checks compare what both show even when the similarity compares everything (--padding
   // none: the fields of view found automatically, not reported as used).
-  const bool padding_compared = o.settings.padding.rule != Padding::Rule::None;
-  const Padding rule = padding_compared ? o.settings.padding : Padding{};
-  PairResult::FieldOfView unused;
-  r.masks = {within_field_of_view(fixed, given_masks.fixed, rule, padding_compared ? &r.fixed_fov : &unused),
-             within_field_of_view(moving, given_masks.moving, rule, padding_compared ? &r.moving_fov : &unused)};
+  const Padding& padding = given_options.settings.padding;
+  const bool padding_compared = padding.rule != Padding::Rule::None;
+  const Padding rule = padding_compared ? padding : Padding{};
+  const Shown fixed_shown = shown(fixed, given_masks.fixed, rule), moving_shown = shown(moving, given_masks.moving, rule);
+  if (padding_compared) r.fixed_fov = fixed_shown.found, r.moving_fov = moving_shown.found;
+  r.masks = {fixed_shown.within, moving_shown.within};
+  const PairMasks interior{fixed_shown.interior, moving_shown.interior};
   const PairMasks& masks = padding_compared ? r.masks : given_masks;
+  // The preset (--preset auto: chosen from the images) and the options it gives.
+  r.preset = choose_preset(given_options.settings,
+                           pair_evidence(scan_evidence(fixed, fixed_shown.found.padding, fixed_shown.found.outside_fraction),
+                                         scan_evidence(moving, moving_shown.found.padding, moving_shown.found.outside_fraction),
+                                         fixed.geometry, moving.geometry));
+  r.options = with_settings(given_options, chosen_settings(given_options.settings, r.preset));
+  const PairOptions& o = r.options;
+  const at::Device device = ops::parse_device(o.device);
   const std::array<double, 2> percentiles = normalisation_percentiles(o);
   // Percentiles of what the given masks cover, when given (not of the fields of view:
   // a CBCT's padding at −1000 is what says it is a CT, and its window is HU's).
@@ -135,10 +163,19 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
     r.affine = registration::fit_affine(f, io::index_to_world(fixed.geometry), m.data.to(device),
                                         io::index_to_world(moving.geometry), affine, &report)
                    .cpu();
-    // The affine must improve the local similarity on what both scans show by at least
-    // kAffineGain of the headers' loss, or it is dropped (the headers' alignment kept).
-    r.affine_dropped = !(detail::mapped_similarity_loss(kind, f, fixed.geometry, m, r.affine, at::Tensor(), r.masks) <
-                         (1 - kAffineGain) * r.loss_before);
+    // The affine must improve the local similarity on what both scans show, away from the
+    // fields of view's edges, by at least kAffineGain of the headers' loss there, or it
+    // is dropped (the headers' alignment kept).
+    const bool edges = fixed_shown.interior.defined() || moving_shown.interior.defined();
+    const bool same = fixed_shown.interior.is_same(r.masks.fixed) && moving_shown.interior.is_same(r.masks.moving);
+    auto& judged = r.affine_judgement;
+    judged.edge_margin_mm = edges && !same ? kEdgeMarginMm : 0;
+    judged.loss_headers = judged.edge_margin_mm > 0 ? detail::mapped_similarity_loss(kind, f, fixed.geometry, m, at::Tensor(),
+                                                                                     at::Tensor(), interior)
+                                                    : r.loss_before;
+    judged.loss_fitted = detail::mapped_similarity_loss(kind, f, fixed.geometry, m, r.affine, at::Tensor(),
+                                                        judged.edge_margin_mm > 0 ? interior : r.masks);
+    r.affine_dropped = !(judged.loss_fitted < (1 - kAffineGain) * judged.loss_headers);
     if (r.affine_dropped) r.affine = at::eye(4, at::kDouble);
     r.affine_report = report;
     lap("affine");

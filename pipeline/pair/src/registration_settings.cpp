@@ -1,5 +1,6 @@
 #include "autoreg/pipeline/registration_settings.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
@@ -11,7 +12,9 @@ namespace autoreg::pipeline {
 
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> all = {
-      {"brain", "adult brain MRI between subjects: affine, two levels, diffusion (the defaults)"},
+      {"auto", "the default: chosen from the images (a CT pair: ct-cbct; an MR of the trunk with thick slices: "
+               "breathing; anything else: brain), printed and recorded in --json with the evidence"},
+      {"brain", "adult brain MRI between subjects: affine, two levels, diffusion"},
       {"breathing", "the same patient's frames across breathing (liver, lungs): no affine, four levels "
                     "(140,140,70,40), each coarse level compared on the images of two levels finer, total "
                     "variation (sliding organs, weight 1), Adam steps of 0.4 voxels, the finest level at full "
@@ -25,7 +28,7 @@ const std::vector<Preset>& presets() {
 RegistrationSettings preset_settings(const std::string& name) {
   RegistrationSettings s;
   s.preset = name;
-  if (name == "brain") return s;
+  if (name == "brain" || name == "auto") return s;
   if (name == "breathing") {
     s.affine = false;
     s.iterations = {140, 140, 70, 40};
@@ -46,6 +49,41 @@ RegistrationSettings preset_settings(const std::string& name) {
   std::string known;
   for (const Preset& p : presets()) known += (known.empty() ? "" : ", ") + p.name;
   throw SettingsError("--preset must be one of " + known + ", got '" + name + "'");
+}
+
+void mark_given(RegistrationSettings& s, const std::string& keyword) {
+  for (const std::string& k : s.given) {
+    if (k == keyword) return;
+  }
+  s.given.push_back(keyword);
+}
+
+namespace {
+
+// The pre-alignment given (--no-affine) without its kind (--rigid): a preset's rigid
+// pre-alignment goes with it, so `--preset ct-cbct --no-affine` has none.
+void unset_preset_rigid(RegistrationSettings& s, const std::vector<std::string>& given) {
+  const auto has = [&](const char* k) { return std::find(given.begin(), given.end(), k) != given.end(); };
+  if (has("affine") && !has("rigid")) s.rigid = false;
+}
+
+}  // namespace
+
+RegistrationSettings with_preset(const RegistrationSettings& s, const std::string& name) {
+  if (name == "auto") throw SettingsError("with_preset: a preset to apply, not auto");
+  const RegistrationSettings defaults;
+  RegistrationSettings out = preset_settings(name);
+  std::vector<std::string> keywords;
+  for (const SettingRow& row : setting_rows()) {
+    if (row.keyword == "preset") continue;
+    bool given = row.get(s) != row.get(defaults);
+    for (const std::string& k : s.given) given = given || k == row.keyword;
+    if (given) keywords.push_back(row.keyword);
+  }
+  unset_preset_rigid(out, keywords);
+  for (const std::string& k : keywords) setting_row(k).set(out, setting_row(k).get(s));
+  out.given = s.given;
+  return out;
 }
 
 void apply_preset(const std::string& name, RegistrationSettings& s) {
@@ -134,6 +172,35 @@ Padding parse_padding(const std::string& text) {
   return {Padding::Rule::Value, v};
 }
 
+namespace {
+
+// Under --preset auto, the options of the settings given (RegistrationSettings::given, or
+// off their default): the ranks choose the preset from the images as this process would,
+// and keep these over it.
+std::vector<std::string> auto_arguments(const RegistrationSettings& s) {
+  if (!s.deformable) throw SettingsError("the deformable stage off (--affine-only) has no option here");
+  const RegistrationSettings defaults;
+  std::vector<std::string> w{"--preset", "auto", "--device", s.device};
+  for (const SettingRow& row : setting_rows()) {
+    if (row.keyword == "preset" || row.keyword == "device" || row.keyword == "deformable") continue;
+    const std::string text = row.get(s);
+    bool given = text != row.get(defaults);
+    for (const std::string& k : s.given) given = given || k == row.keyword;
+    if (!given || text.empty()) continue;
+    if ((row.keyword == "iterations" && !s.model.empty()) || (row.keyword == "refine" && s.model.empty())) continue;
+    if (row.switch_sets.empty()) {
+      w.insert(w.end(), {"--" + row.option, text});
+    } else if (text == row.switch_sets) {
+      w.push_back("--" + row.option);
+    } else if (row.keyword != "affine" || !s.rigid) {  // --rigid turns the affine stage on
+      throw SettingsError("--" + row.option + " off has no option under --preset auto");
+    }
+  }
+  return w;
+}
+
+}  // namespace
+
 std::string counts_text(const std::array<unsigned, 2>& counts) {
   return counts_text(std::vector<unsigned>(counts.begin(), counts.end()));
 }
@@ -145,6 +212,7 @@ std::string counts_text(const std::vector<unsigned>& counts) {
 }
 
 std::vector<std::string> to_arguments(const RegistrationSettings& s) {
+  if (s.preset == "auto") return auto_arguments(s);
   const RegistrationSettings preset = preset_settings(s.preset);
   std::vector<std::string> w{"--preset", s.preset, "--device", s.device};
   if (!s.deformable) throw SettingsError("the deformable stage off (--affine-only) has no option here");
@@ -347,10 +415,16 @@ const SettingRow& setting_row(const std::string& keyword) {
 RegistrationSettings settings_given(const std::map<std::string, std::string>& given) {
   for (const auto& [keyword, text] : given) setting_row(keyword);  // an unknown name: SettingsError
   const auto preset = given.find("preset");
-  RegistrationSettings s = preset_settings(preset == given.end() ? "brain" : preset->second);
+  RegistrationSettings s = preset_settings(preset == given.end() ? "auto" : preset->second);
+  std::vector<std::string> keywords;
+  for (const auto& [keyword, text] : given) keywords.push_back(keyword);
+  unset_preset_rigid(s, keywords);
   for (const SettingRow& row : setting_rows()) {
     const auto it = given.find(row.keyword);
-    if (row.keyword != "preset" && it != given.end()) row.set(s, it->second);
+    if (row.keyword != "preset" && it != given.end()) {
+      row.set(s, it->second);
+      mark_given(s, row.keyword);
+    }
   }
   if (given.count("iterations") && !s.model.empty()) {
     throw SettingsError("--iterations sets instance optimisation, which --model replaces (use --refine K)");

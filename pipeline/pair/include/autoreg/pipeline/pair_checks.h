@@ -5,7 +5,8 @@
 //   worse_than_start  the similarity on what both scans show is worse after registration
 //                     than at the headers' alignment (PairResult::loss_before/after), or
 //                     nothing of the two overlaps any more
-//   affine_limits     the affine turns or scales beyond what the preset allows
+//   affine_limits     the affine turns or scales beyond what the preset allows, or what one
+//                     patient's scans allow (scale and shear are no anatomy between them)
 //   folding           more than kFoldingLimitPercent of the field's voxels fold
 #pragma once
 
@@ -27,12 +28,13 @@ struct PairWarning {
 };
 
 // What an affine may do under a preset: between subjects (brain) heads tilt and differ
-// in size; the same patient's scans (ct-cbct, --rigid) barely turn.
+// in size; the same patient's scans (ct-cbct, --rigid, or a pair the images show to be
+// one patient's: PairEvidence::same_patient) barely turn and never scale.
 struct AffineLimits {
   double max_rotation_degrees = 45;
   double min_scale = 0.6, max_scale = 1.6;  // of each singular value of the linear part
 };
-AffineLimits affine_limits(const PairOptions& options);
+AffineLimits affine_limits(const PairOptions& options, bool same_patient = false);
 
 inline constexpr double kFoldingLimitPercent = 1.0;
 // How much worse than at the start the similarity loss may end before worse_than_start

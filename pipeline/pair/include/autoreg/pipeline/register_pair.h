@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "autoreg/io/volume.h"
+#include "autoreg/pipeline/preset_choice.h"
 #include "autoreg/pipeline/registration_settings.h"
 #include "autoreg/registration/affine.h"
 #include "autoreg/registration/instance.h"
@@ -63,11 +64,21 @@ struct PairOptions {
 // by a 25 % stretch and the rigid fit lost 3 % by a 23° turn; between OASIS subjects
 // in native space the affine gains far more (docs/beyond-brains.md).
 inline constexpr double kAffineGain = 0.01;
+// Where that gain is judged when an image has a field of view (padding found) or a mask:
+// this far or more inside its edge (registration::away_from_edge), so that a
+// pre-alignment which gains only by pulling one image's edge onto the other's field of
+// view is dropped. Brains without padding or masks are judged as before.
+inline constexpr double kEdgeMarginMm = 15;
 
 // The options that `settings` ask for (validated: SettingsError), with the model (its
 // name resolved, "default" included: NoDefaultModel) read once (io::IoError or
 // registration::ModelFileError for a file that is not one).
 PairOptions pair_options(const RegistrationSettings& settings);
+// `o` with the algorithm options of `settings` (validated) instead of its own: the stages,
+// the affine's, instance optimisation's, the device and the refinement; the model, the
+// progress callbacks, the crop and the inverse stay. What --preset auto runs once it has
+// chosen (preset_choice.h).
+PairOptions with_settings(const PairOptions& o, const RegistrationSettings& settings);
 
 // An inverse map needs a model whose fields are velocities: for a model that is not
 // diffeomorphic, an io::IoError naming its file (bad input), before any work. Nothing
@@ -116,6 +127,17 @@ struct PairResult {
   // dropped for the headers' alignment (kAffineGain); unset without the stage.
   std::optional<registration::AffineReport> affine_report;
   bool affine_dropped = false;
+  // The evidence the pre-alignment was kept or dropped on: the similarity loss at the
+  // headers' alignment and through the fit, on what both show `edge_margin_mm` or more
+  // inside the fields of view's edges (0: the whole overlap, no field of view or mask).
+  struct AffineJudgement {
+    double loss_headers = 0, loss_fitted = 0, edge_margin_mm = 0;
+  };
+  AffineJudgement affine_judgement;
+  // The preset registered with and why (--preset auto: chosen from the images), and the
+  // options the pair ran with: the given ones under the chosen preset.
+  PresetChoice preset;
+  PairOptions options;
   // The registration's similarity loss (lower is better) between the fixed image and the
   // moving one on what both show, at the headers' alignment and through the result
   // (pipeline/pair/src/similarity_check.h): a result worse than its start is a failure.

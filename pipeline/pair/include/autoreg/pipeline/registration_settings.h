@@ -37,7 +37,10 @@ std::string padding_text(const Padding& p);
 Padding parse_padding(const std::string& text);
 
 struct RegistrationSettings {
-  std::string preset = "brain";    // --preset: the named settings these start from (presets())
+  // --preset: the named settings these start from (presets()); "auto" (the default): the
+  // preset chosen from the images when the pair is registered (preset_choice.h), under
+  // the settings given
+  std::string preset = "auto";
   std::string model;               // --model: an .autoreg file, "default" (the shipped model), or "" (instance optimisation)
   std::string device = "cpu";      // --device: cpu or cuda
   bool affine = true;              // false: the images are aligned already (--no-affine)
@@ -82,14 +85,28 @@ struct RegistrationSettings {
   // half-resolution grid on 1-2 mm scans); finer follows smaller structures at the cube
   // of the cost
   double discrete_grid_mm = 4;
+  // The settings given over the preset (their keywords, as settings_given and the ITK
+  // filter's setters record them): what --preset auto keeps when it applies the preset it
+  // chose. A setting that differs from its default counts as given too (a library
+  // caller's struct filled by hand).
+  std::vector<std::string> given;
 };
+
+// Records `keyword` as given over the preset (once).
+void mark_given(RegistrationSettings& s, const std::string& keyword);
+// `s` under the preset `name` (not auto): its settings, then every setting given in `s`
+// (RegistrationSettings::given, and any other that differs from its default) over them.
+RegistrationSettings with_preset(const RegistrationSettings& s, const std::string& name);
 
 // The CT window of the automatic normalisation, HU: air at 0, dense bone at 1, soft tissue
 // near the middle (uniGradICON's clamp).
 inline constexpr std::array<double, 2> kCtWindow{-1000, 1000};
 
 // The named settings `--preset` chooses, each with what it is for:
-//   brain      the defaults: adult brain MRI between subjects (affine, two levels, diffusion)
+//   auto       the default: one of the others, chosen from the images when the pair is
+//              registered (pipeline/preset_choice.h: a CT pair gets ct-cbct, a thick-slice
+//              MR of the trunk breathing, anything else brain); until then brain's settings
+//   brain      adult brain MRI between subjects (affine, two levels, diffusion)
 //   breathing  the same patient's frames across breathing (liver, lungs, kidneys): no
 //              affine (the body wall does not move), four levels (motion of centimetres)
 //              each compared on the images of two levels finer (they follow the

@@ -9,6 +9,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <array>
 #include <optional>
 
 namespace autoreg::registration {
@@ -34,5 +35,13 @@ struct FieldOfView {
 // Found only when at least 1 % of the grid is outside and something is inside.
 // `data`: 1×1×D×H×W, the raw intensities (before normalisation), on the CPU.
 FieldOfView field_of_view(const at::Tensor& data, std::optional<double> padding = std::nullopt);
+
+// The part of a field of view `margin_mm` or more inside its edge (1×1×D×H×W float32, 1
+// inside): where a pre-alignment is judged, so that one which gains only by pulling an
+// image's edge onto the other's field of view (a planning CT stretched by 18 % onto a
+// CBCT's cylinder) gains nothing there. `spacing`: mm along the tensor's D, H, W (ITK's
+// k, j, i). The outside is grown as a box on a grid of about 3 mm: the margin is at least
+// `margin_mm`, at most a cell more along an axis and up to √3 times that diagonally.
+at::Tensor away_from_edge(const at::Tensor& inside, const std::array<double, 3>& spacing, double margin_mm);
 
 }  // namespace autoreg::registration
