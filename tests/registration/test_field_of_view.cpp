@@ -96,5 +96,21 @@ TEST(FieldOfView, AwayFromTheEdgeKeepsWhatLiesTheMarginOrMoreInside) {
   EXPECT_TRUE(registration::away_from_edge(at::ones({1, 1, D, H, W}), {3, 2, 2}, 15).equal(at::ones({1, 1, D, H, W})));
 }
 
+TEST(FieldOfView, GasInsideTheBodyIsFoundAndTheAirAroundItIsNot) {
+  // A CT body in clamped air with a gas pocket (6³ voxels at −1000) inside it: the pocket,
+  // grown by 2 mm (one voxel of 2 mm along each axis), is gas; the air around the body is
+  // not, though it is as dark.
+  const int64_t D = 16, H = 48, W = 48;
+  const at::Tensor ct = clamped_ct(D, H, W);
+  at::Tensor with_gas = ct.clone();
+  with_gas.narrow(2, 5, 6).narrow(3, 21, 6).narrow(4, 21, 6).fill_(-1000);
+  const at::Tensor gas = registration::enclosed_gas(with_gas, -480, {2, 2, 2}, 2);
+  ASSERT_EQ(gas.sizes(), ct.sizes());
+  EXPECT_EQ(gas.sum().item<double>(), 8 * 8 * 8);
+  EXPECT_EQ(gas.narrow(2, 4, 8).narrow(3, 20, 8).narrow(4, 20, 8).min().item<double>(), 1);
+  // No pocket, no gas: the body's own air is the outside's.
+  EXPECT_EQ(registration::enclosed_gas(ct, -480, {2, 2, 2}, 2).sum().item<double>(), 0);
+}
+
 }  // namespace
 }  // namespace autoreg::test

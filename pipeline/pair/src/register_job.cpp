@@ -157,7 +157,13 @@ nlohmann::json padding_summary(const PairOptions& o, const PairResult& r) {
     if (!f.padding) return nlohmann::json();
     return nlohmann::json{{"value", *f.padding}, {"outside_percent", 100.0 * f.outside_fraction}};
   };
-  return {{"rule", padding_text(o.settings.padding)}, {"fixed", found(r.fixed_fov)}, {"moving", found(r.moving_fov)}};
+  const auto gas = [](const PairResult::FieldOfView& f) {
+    if (!f.gas_threshold) return nlohmann::json();
+    return nlohmann::json{{"below", *f.gas_threshold}, {"percent", 100.0 * f.gas_fraction}};
+  };
+  nlohmann::json j{{"rule", padding_text(o.settings.padding)}, {"fixed", found(r.fixed_fov)}, {"moving", found(r.moving_fov)}};
+  if (o.settings.exclude_gas) j["gas"] = {{"fixed", gas(r.fixed_fov)}, {"moving", gas(r.moving_fov)}};
+  return j;
 }
 
 // A row's value as the record holds it: typed by its kind; unset ("") is null.

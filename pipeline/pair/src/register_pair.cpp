@@ -90,7 +90,7 @@ namespace {
 
 // What `v` shows: its field of view (found by `padding`'s rule, automatic or a value:
 // registration/field_of_view.h) times the given `mask`, as PairMasks holds it (`within`),
-// and the same kMarginMm or more inside the field of view's edge (`interior`); what was
+// and the same kEdgeMarginMm or more inside the field of view's edge (`interior`); what was
 // found.
 struct Shown {
   at::Tensor within, interior;
@@ -113,6 +113,49 @@ Shown shown(const io::Volume& v, const at::Tensor& mask, const Padding& padding)
   return s;
 }
 
+// With --exclude-gas, 1 where a Hounsfield-like scan has no gas inside its body (below
+// halfway between its air, the 0.5th percentile inside `within`, and its soft tissue;
+// registration::enclosed_gas), recorded in *found; undefined for other scans.
+at::Tensor not_gas(const io::Volume& v, const ScanEvidence& e, const at::Tensor& within, PairResult::FieldOfView* found) {
+  if (e.kind == "mr" || !e.soft_tissue) return at::Tensor();
+  const double air = io::intensity_percentiles(v.data, 0.5, 99.5, within)[0];
+  found->gas_threshold = (air + *e.soft_tissue) / 2;
+  const io::Geometry& g = v.geometry;
+  const at::Tensor gas =
+      registration::enclosed_gas(v.data, *found->gas_threshold, {g.spacing[2], g.spacing[1], g.spacing[0]}, kGasGrowMm);
+  found->gas_fraction = gas.mean().item<double>();
+  return 1 - gas;
+}
+
+at::Tensor masked_by(const at::Tensor& mask, const at::Tensor& by) {
+  if (!by.defined()) return mask;
+  return mask.defined() ? mask * by : by;
+}
+
+// The pre-alignment (r.options' affine stage) fitted on what `masks` compare, then kept
+// only when it lowers the deformable stage's similarity on what `judged` covers (the
+// overlap `margin_mm` or more inside the fields of view's edges; r.masks with margin 0)
+// by at least kAffineGain of the headers' loss there; otherwise the headers' alignment.
+void pre_align(const at::Tensor& f, const io::Geometry& fixed_grid, const io::Volume& m, const PairMasks& masks,
+               const PairMasks& judged, double margin_mm, const at::Device& device, PairResult& r) {
+  registration::AffineOptions affine = r.options.affine;
+  if (masks.fixed.defined()) affine.fixed_mask = masks.fixed.to(device);
+  if (masks.moving.defined()) affine.moving_mask = masks.moving.to(device);
+  registration::AffineReport report;
+  r.affine = registration::fit_affine(f, io::index_to_world(fixed_grid), m.data.to(device),
+                                      io::index_to_world(m.geometry), affine, &report)
+                 .cpu();
+  const registration::Similarity kind = r.options.deformable.similarity;
+  PairResult::AffineJudgement& j = r.affine_judgement;
+  j.edge_margin_mm = margin_mm;
+  j.loss_headers = margin_mm > 0 ? detail::mapped_similarity_loss(kind, f, fixed_grid, m, at::Tensor(), at::Tensor(), judged)
+                                 : r.loss_before;
+  j.loss_fitted = detail::mapped_similarity_loss(kind, f, fixed_grid, m, r.affine, at::Tensor(), judged);
+  r.affine_dropped = !(j.loss_fitted < (1 - kAffineGain) * j.loss_headers);
+  if (r.affine_dropped) r.affine = at::eye(4, at::kDouble);
+  r.affine_report = report;
+}
+
 }  // namespace
 
 PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions& given_options, StageTimes* times,
@@ -130,8 +173,11 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
   const Shown fixed_shown = shown(fixed, given_masks.fixed, rule), moving_shown = shown(moving, given_masks.moving, rule);
   if (padding_compared) r.fixed_fov = fixed_shown.found, r.moving_fov = moving_shown.found;
   r.masks = {fixed_shown.within, moving_shown.within};
-  const PairMasks interior{fixed_shown.interior, moving_shown.interior};
-  const PairMasks& masks = padding_compared ? r.masks : given_masks;
+  PairMasks interior{fixed_shown.interior, moving_shown.interior};
+  PairMasks masks = padding_compared ? r.masks : given_masks;
+  // The pre-alignment is judged away from the fields of view's edges where an image has
+  // one (or a mask).
+  const bool edges = !(fixed_shown.interior.is_same(r.masks.fixed) && moving_shown.interior.is_same(r.masks.moving));
   // The preset (--preset auto: chosen from the images) and the options it gives.
   r.preset = choose_preset(given_options.settings,
                            pair_evidence(scan_evidence(fixed, fixed_shown.found.padding, fixed_shown.found.outside_fraction),
@@ -139,6 +185,11 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
                                          fixed.geometry, moving.geometry));
   r.options = with_settings(given_options, chosen_settings(given_options.settings, r.preset));
   const PairOptions& o = r.options;
+  if (o.settings.exclude_gas) {  // gas left out as the fields of view are
+    const at::Tensor fixed_kept = not_gas(fixed, r.preset.evidence.fixed, r.masks.fixed, &r.fixed_fov);
+    const at::Tensor moving_kept = not_gas(moving, r.preset.evidence.moving, r.masks.moving, &r.moving_fov);
+    for (PairMasks* p : {&r.masks, &masks, &interior}) *p = {masked_by(p->fixed, fixed_kept), masked_by(p->moving, moving_kept)};
+  }
   const at::Device device = ops::parse_device(o.device);
   const std::array<double, 2> percentiles = normalisation_percentiles(o);
   // Percentiles of what the given masks cover, when given (not of the fields of view:
@@ -156,28 +207,7 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
   r.affine = at::eye(4, at::kDouble);
   at::Tensor deformation;  // 1×3×D×H×W, voxels of the fixed grid: the deformable part
   if (o.stages != Stages::DeformableOnly) {
-    registration::AffineOptions affine = o.affine;
-    if (masks.fixed.defined()) affine.fixed_mask = masks.fixed.to(device);
-    if (masks.moving.defined()) affine.moving_mask = masks.moving.to(device);
-    registration::AffineReport report;
-    r.affine = registration::fit_affine(f, io::index_to_world(fixed.geometry), m.data.to(device),
-                                        io::index_to_world(moving.geometry), affine, &report)
-                   .cpu();
-    // The affine must improve the local similarity on what both scans show, away from the
-    // fields of view's edges, by at least kAffineGain of the headers' loss there, or it
-    // is dropped (the headers' alignment kept).
-    const bool edges = fixed_shown.interior.defined() || moving_shown.interior.defined();
-    const bool same = fixed_shown.interior.is_same(r.masks.fixed) && moving_shown.interior.is_same(r.masks.moving);
-    auto& judged = r.affine_judgement;
-    judged.edge_margin_mm = edges && !same ? kEdgeMarginMm : 0;
-    judged.loss_headers = judged.edge_margin_mm > 0 ? detail::mapped_similarity_loss(kind, f, fixed.geometry, m, at::Tensor(),
-                                                                                     at::Tensor(), interior)
-                                                    : r.loss_before;
-    judged.loss_fitted = detail::mapped_similarity_loss(kind, f, fixed.geometry, m, r.affine, at::Tensor(),
-                                                        judged.edge_margin_mm > 0 ? interior : r.masks);
-    r.affine_dropped = !(judged.loss_fitted < (1 - kAffineGain) * judged.loss_headers);
-    if (r.affine_dropped) r.affine = at::eye(4, at::kDouble);
-    r.affine_report = report;
+    pre_align(f, fixed.geometry, m, masks, edges ? interior : r.masks, edges ? kEdgeMarginMm : 0, device, r);
     lap("affine");
   }
   c10::AutoGradMode no_grad(false);

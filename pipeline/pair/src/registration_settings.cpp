@@ -393,6 +393,13 @@ std::vector<SettingRow> make_rows() {
                   "volume (and time) growing with the cube of 1/MM",
                   [](const S& s) { return number_text(s.discrete_grid_mm); },
                   [](S& s, const std::string& t) { s.discrete_grid_mm = parse_number("discrete-grid", t); }, "3", SettingKind::Number});
+  rows.push_back({"exclude_gas", "exclude-gas", false, "", "true|false",
+                  "leave gas inside the body (bowel, stomach) out of every similarity in Hounsfield-like scans (CT, "
+                  "CBCT): found per scan below halfway between its air and its soft tissue, not connected to the air "
+                  "around the body, grown by 2 mm",
+                  [](const S& s) { return boolean_text(s.exclude_gas); },
+                  [](S& s, const std::string& t) { s.exclude_gas = parse_boolean("exclude-gas", t); }, "true",
+                  SettingKind::Boolean});
   return rows;
 }
 

@@ -111,4 +111,25 @@ at::Tensor away_from_edge(const at::Tensor& inside, const std::array<double, 3>&
   return (1 - grown).contiguous();
 }
 
+at::Tensor enclosed_gas(const at::Tensor& data, double threshold, const std::array<double, 3>& spacing, double grow_mm) {
+  TORCH_CHECK(data.dim() == 5 && data.size(0) == 1 && data.size(1) == 1, "enclosed_gas: the image must be 1×1×D×H×W, got ",
+              data.sizes());
+  const at::Tensor low = data.to(at::kCPU, at::kFloat).lt(threshold).to(at::kByte).contiguous();
+  const int64_t D = low.size(2), H = low.size(3), W = low.size(4);
+  const std::vector<uint8_t> outside = border_connected(low.data_ptr<uint8_t>(), D, H, W);
+  at::Tensor gas = at::empty({1, 1, D, H, W}, at::kFloat);
+  const uint8_t* l = low.data_ptr<uint8_t>();
+  float* g = gas.data_ptr<float>();
+  for (size_t v = 0; v < outside.size(); ++v) g[v] = l[v] && !outside[v] ? 1.0f : 0.0f;
+  for (int a = 0; a < 3; ++a) {  // grown along each axis in turn (a box)
+    const int64_t reach = std::llround(grow_mm / std::max(1e-6, spacing[size_t(a)]));
+    if (reach < 1) continue;
+    std::array<int64_t, 3> kernel{1, 1, 1}, pad{0, 0, 0};
+    kernel[size_t(a)] = 2 * reach + 1;
+    pad[size_t(a)] = reach;
+    gas = at::max_pool3d(gas, {kernel[0], kernel[1], kernel[2]}, {1, 1, 1}, {pad[0], pad[1], pad[2]});
+  }
+  return gas.contiguous();
+}
+
 }  // namespace autoreg::registration

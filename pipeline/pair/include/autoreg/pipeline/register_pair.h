@@ -69,6 +69,9 @@ inline constexpr double kAffineGain = 0.01;
 // pre-alignment which gains only by pulling one image's edge onto the other's field of
 // view is dropped. Brains without padding or masks are judged as before.
 inline constexpr double kEdgeMarginMm = 15;
+// How far gas found inside a body is grown before it is left out (--exclude-gas): its
+// blurred rim, about two in-plane voxels of a CT.
+inline constexpr double kGasGrowMm = 2;
 
 // The options that `settings` ask for (validated: SettingsError), with the model (its
 // name resolved, "default" included: NoDefaultModel) read once (io::IoError or
@@ -118,6 +121,10 @@ struct PairResult {
   struct FieldOfView {
     std::optional<double> padding;
     double outside_fraction = 0;
+    // With --exclude-gas: the gas found inside the body (of the grid) and the threshold
+    // it was found below; none for a scan that is not Hounsfield-like.
+    std::optional<double> gas_threshold;
+    double gas_fraction = 0;
   };
   FieldOfView fixed_fov, moving_fov;
   // The masks the similarity used, on each image's grid (the given masks times the

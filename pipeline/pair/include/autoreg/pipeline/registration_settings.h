@@ -85,6 +85,11 @@ struct RegistrationSettings {
   // half-resolution grid on 1-2 mm scans); finer follows smaller structures at the cube
   // of the cost
   double discrete_grid_mm = 4;
+  // --exclude-gas: gas inside the body (bowel, stomach) found in each Hounsfield-like scan
+  // (below halfway between its air and its soft tissue, as measured: a CBCT's offset
+  // included; not connected to the air around the body) and left out of every similarity,
+  // grown by 2 mm: the day's gas is no anatomy to follow. Off by default
+  bool exclude_gas = false;
   // The settings given over the preset (their keywords, as settings_given and the ITK
   // filter's setters record them): what --preset auto keeps when it applies the preset it
   // chose. A setting that differs from its default counts as given too (a library

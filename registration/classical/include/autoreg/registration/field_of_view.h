@@ -44,4 +44,13 @@ FieldOfView field_of_view(const at::Tensor& data, std::optional<double> padding 
 // `margin_mm`, at most a cell more along an axis and up to √3 times that diagonally.
 at::Tensor away_from_edge(const at::Tensor& inside, const std::array<double, 3>& spacing, double margin_mm);
 
+// Gas inside a body (bowel gas, the stomach's): the voxels below `threshold` that are not
+// connected (6-neighbourhood) to the grid's faces through voxels below it, as the air
+// around a body and a CBCT's padding are; grown by `grow_mm` along each axis (at least a
+// voxel where the spacing allows: the pocket's blurred rim). Gas in one scan and not in
+// the other is no anatomy to follow: a similarity that compares it pulls the bowel's wall
+// onto the day's gas. 1×1×D×H×W float32, 1 on gas. `data`: raw intensities, 1×1×D×H×W;
+// `spacing` along D, H, W.
+at::Tensor enclosed_gas(const at::Tensor& data, double threshold, const std::array<double, 3>& spacing, double grow_mm);
+
 }  // namespace autoreg::registration
