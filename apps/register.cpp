@@ -150,6 +150,9 @@ int run_register(int argc, char** argv) {
   if (json.getValue()) {
     std::printf("%s\n", summary.dump(2).c_str());
   } else {
+    // What --preset auto chose (or the preset given), and why (--json: preset_choice).
+    const auto& choice = summary["preset_choice"];
+    std::printf("preset %s: %s\n", choice["name"].get<std::string>().c_str(), choice["reason"].get<std::string>().c_str());
     std::printf("wrote %s and %s in %.1f s; %.3f %% of voxels fold\n", p.out_warped.c_str(),
                 p.out_field.c_str(), summary["seconds"].get<double>(),
                 summary["non_positive_jacobian_percent"].get<double>());

@@ -23,8 +23,8 @@ after; the worst case (after / before) first.
                         [--downsample 2] [--threads 2] [--out DIR] [--json FILE] [--fail-worse]
 
 A configuration is `defaults` (no options) or a preset's name (`--preset NAME`), with
-`+gas` (`--exclude-gas true`), `+nogas` (`--exclude-gas false`) or `+mind`
-(`--similarity mind`) added: `ct-cbct+gas`. `--select A,B,...` prints, besides the
+`+gas` (`--exclude-gas true`), `+nogas` (`--exclude-gas false`), `+mind`
+(`--similarity mind`) or `+discrete` (`--discrete 20`) added: `ct-cbct+gas`. `--select A,B,...` prints, besides the
 table, the leave-one-case-out choice among those configurations: for each case held out,
 the configuration with the best mean rank (by endpoint error) over the other cases, and
 what the held-out case gets from it.
@@ -89,7 +89,8 @@ CASES = {
 }
 
 
-EXTRAS = {"gas": ["--exclude-gas", "true"], "nogas": ["--exclude-gas", "false"], "mind": ["--similarity", "mind"]}
+EXTRAS = {"gas": ["--exclude-gas", "true"], "nogas": ["--exclude-gas", "false"], "mind": ["--similarity", "mind"],
+          "discrete": ["--discrete", "20"]}
 
 
 def smooth_field(shape, spacing, max_mm, seed):
@@ -352,12 +353,12 @@ def main():
     if not (DATA / "ct_cbct" / "planct.nii.gz").exists() or not (DATA / "liver" / "dataset18").is_dir():
         print(f"stress_suite: no data in {DATA}; skipped", file=sys.stderr)
         return 77
-    unknown = [c for c in a.cases.split(",") if c not in CASES]
+    unknown = [c for c in a.cases.split(",") if c and c not in CASES]
     if unknown:
         sys.exit(f"stress_suite: unknown cases {unknown} (known: {', '.join(CASES)})")
     a.out.mkdir(parents=True, exist_ok=True)
     rows = [json.loads(line) for line in a.rows.read_text().splitlines()] if a.rows else []
-    for name in a.cases.split(",") if a.cases else []:
+    for name in [c for c in a.cases.split(",") if c]:
         case = make_case(name, a.out, a.downsample)
         for config in a.configs.split(","):
             row = run_case(case, config, a.out, a.threads)

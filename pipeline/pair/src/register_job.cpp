@@ -287,7 +287,6 @@ PairOutputs register_in_memory(RegisterJob& p, PairInputs& in, StageTimes& times
   // kept for the warped output.
   PairOutputs out;
   out.result = register_pair({std::move(in.fixed.data), in.fixed.geometry}, in.moving, p.options, &times, in.masks);
-  std::fprintf(stderr, "preset %s: %s\n", out.result.preset.name.c_str(), out.result.preset.reason.c_str());
   c10::AutoGradMode no_grad(false);
   out.warped = {io::sample_mapped(in.moving, in.fixed.geometry, at::Tensor(), out.result.displacement), in.fixed.geometry};
   if (in.moving_labels.data.defined()) {
