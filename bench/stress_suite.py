@@ -199,7 +199,6 @@ def make_case(name, out, factor):
         labels_file = folder / "moving_labels.nii.gz"
         sitk.WriteImage(label_image, str(labels_file))
         spacing = image.GetSpacing()[::-1]
-        air = -1000 if src == "planct" else -1000
         source_fov = vol > -1000 if src == "cbct02" else np.ones(vol.shape, bool)
         u = np.zeros((3,) + vol.shape, np.float32)
         if r["smooth_mm"]:
@@ -209,18 +208,17 @@ def make_case(name, out, factor):
         fixed = sample(vol, u)
         carried = sample(lab, u, "nearest").round()
         soft = 30 if src == "planct" else -180
-        gas_hu = -1000 if src == "planct" else -1000
         bowel = carried == 1
         if r["gas"] in ("remove", "move"):
             fixed = np.where(bowel & (fixed < -400), soft + rng.normal(0, 15, fixed.shape), fixed)
         if r["gas"] in ("add", "move"):
-            fixed = np.where(spheres(bowel, 6, 10, spacing, rng) & bowel, gas_hu, fixed)
+            fixed = np.where(spheres(bowel, 6, 10, spacing, rng) & bowel, -1000, fixed)
         stomach = carried == 2
         if r["stomach"] == "fill":
             fixed = np.where(stomach & (fixed < -400), 10 + rng.normal(0, 10, fixed.shape), fixed)
         if r["stomach"] == "cap" and stomach.any():
             ys = np.argwhere(stomach)[:, 1]
-            fixed = np.where(stomach & (np.arange(vol.shape[1])[None, :, None] < np.percentile(ys, 35)), gas_hu, fixed)
+            fixed = np.where(stomach & (np.arange(vol.shape[1])[None, :, None] < np.percentile(ys, 35)), -1000, fixed)
         d, h, w = vol.shape
         y = (np.arange(h) - (h - 1) / 2)[:, None] * spacing[1] - r["centre_mm"][1]
         x = (np.arange(w) - (w - 1) / 2)[None, :] * spacing[2] - r["centre_mm"][0]
@@ -252,7 +250,7 @@ def dice(a, b, values):
     return float(np.mean([2 * ((a == v) & (b == v)).sum() / max(1, (a == v).sum() + (b == v).sum()) for v in values]))
 
 
-def run_case(case, config, out, threads):
+def run_case(case, config, threads):
     folder = Path(case["fixed"]).parent
     work = folder / config
     work.mkdir(exist_ok=True)
@@ -361,7 +359,7 @@ def main():
     for name in [c for c in a.cases.split(",") if c]:
         case = make_case(name, a.out, a.downsample)
         for config in a.configs.split(","):
-            row = run_case(case, config, a.out, a.threads)
+            row = run_case(case, config, a.threads)
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
             if a.json:

@@ -107,17 +107,14 @@ nlohmann::json scan_json(const ScanEvidence& e) {
           {"sides_covered", e.sides_covered}};
 }
 
-bool given(const RegistrationSettings& s, const std::string& keyword) {
-  return std::find(s.given.begin(), s.given.end(), keyword) != s.given.end();
-}
-
 }  // namespace
 
 ScanEvidence scan_evidence(const io::Volume& v, std::optional<double> padding, double outside_fraction) {
   c10::AutoGradMode no_grad(false);
   ScanEvidence e;
   const at::Tensor data = subsampled(v.data.cpu());
-  e.low_percentile = io::intensity_percentiles(data, 0.5, 99.5)[0];
+  const std::array<double, 2> percentiles = io::intensity_percentiles(data, 0.5, 99.0);
+  e.low_percentile = percentiles[0];
   e.padding = padding;
   e.outside_fraction = outside_fraction;
   const io::Geometry& g = v.geometry;
@@ -136,7 +133,7 @@ ScanEvidence scan_evidence(const io::Volume& v, std::optional<double> padding, d
     e.kind = offset || cone_beam_fov ? "cbct" : "ct";
   } else {
     e.kind = "mr";
-    body = data.gt(0.1 * io::intensity_percentiles(data, 0.5, 99.0)[1]);
+    body = data.gt(0.1 * percentiles[1]);
   }
   e.sides_covered = sides_covered(body.to(at::kFloat), g.spacing);
   return e;
@@ -172,7 +169,7 @@ PresetChoice choose_preset(const RegistrationSettings& s, const PairEvidence& e)
   }
   // One patient's scans: no scale or shear between them, whatever the preset asks.
   const RegistrationSettings base = c.automatic ? with_preset(s, c.name) : s;
-  c.rigid_at_most = e.same_patient && base.affine && !base.rigid && !given(s, "affine");
+  c.rigid_at_most = e.same_patient && base.affine && !base.rigid && !is_given(s, "affine");
   if (c.rigid_at_most) c.reason += "; one patient in one frame of reference: the pre-alignment rigid at most";
   return c;
 }

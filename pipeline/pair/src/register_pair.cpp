@@ -88,12 +88,19 @@ std::array<double, 2> normalisation_percentiles(const PairOptions& o) {
 
 namespace {
 
+// `mask` times `by` (either undefined: the other).
+at::Tensor masked_by(const at::Tensor& mask, const at::Tensor& by) {
+  if (!by.defined()) return mask;
+  return mask.defined() ? mask * by : by;
+}
+
 // What `v` shows: its field of view (found by `padding`'s rule, automatic or a value:
 // registration/field_of_view.h) times the given `mask`, as PairMasks holds it (`within`),
-// and the same kEdgeMarginMm or more inside the field of view's edge (`interior`); what was
-// found.
+// and the same kEdgeMarginMm or more inside the field of view's edge (`interior`; the
+// given mask alone without an edge); what was found.
 struct Shown {
   at::Tensor within, interior;
+  bool edge = false;  // a field of view was found: `interior` is not `within`
   PairResult::FieldOfView found;
 };
 
@@ -102,14 +109,15 @@ Shown shown(const io::Volume& v, const at::Tensor& mask, const Padding& padding)
       v.data, padding.rule == Padding::Rule::Value ? std::optional<double>(padding.value) : std::nullopt);
   Shown s;
   s.found = {fov.padding, fov.outside_fraction};
-  const auto times_mask = [&](const at::Tensor& inside) { return mask.defined() ? mask.cpu() * inside : inside; };
-  if (!fov.inside.defined()) {
-    s.within = s.interior = mask;
+  s.edge = fov.inside.defined();
+  const at::Tensor given = mask.defined() ? mask.cpu() : mask;
+  if (!s.edge) {
+    s.within = s.interior = given;
     return s;
   }
   const io::Geometry& g = v.geometry;
-  s.within = times_mask(fov.inside);
-  s.interior = times_mask(registration::away_from_edge(fov.inside, {g.spacing[2], g.spacing[1], g.spacing[0]}, kEdgeMarginMm));
+  s.within = masked_by(given, fov.inside);
+  s.interior = masked_by(given, registration::away_from_edge(fov.inside, {g.spacing[2], g.spacing[1], g.spacing[0]}, kEdgeMarginMm));
   return s;
 }
 
@@ -125,11 +133,6 @@ at::Tensor not_gas(const io::Volume& v, const ScanEvidence& e, const at::Tensor&
       registration::enclosed_gas(v.data, *found->gas_threshold, {g.spacing[2], g.spacing[1], g.spacing[0]}, kGasGrowMm);
   found->gas_fraction = gas.mean().item<double>();
   return 1 - gas;
-}
-
-at::Tensor masked_by(const at::Tensor& mask, const at::Tensor& by) {
-  if (!by.defined()) return mask;
-  return mask.defined() ? mask * by : by;
 }
 
 // The pre-alignment (r.options' affine stage) fitted on what `masks` compare, then kept
@@ -175,9 +178,8 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
   r.masks = {fixed_shown.within, moving_shown.within};
   PairMasks interior{fixed_shown.interior, moving_shown.interior};
   PairMasks masks = padding_compared ? r.masks : given_masks;
-  // The pre-alignment is judged away from the fields of view's edges where an image has
-  // one (or a mask).
-  const bool edges = !(fixed_shown.interior.is_same(r.masks.fixed) && moving_shown.interior.is_same(r.masks.moving));
+  // The pre-alignment is judged away from the fields of view's edges where an image has one.
+  const bool edges = fixed_shown.edge || moving_shown.edge;
   // The preset (--preset auto: chosen from the images) and the options it gives.
   r.preset = choose_preset(given_options.settings,
                            pair_evidence(scan_evidence(fixed, fixed_shown.found.padding, fixed_shown.found.outside_fraction),

@@ -52,10 +52,13 @@ RegistrationSettings preset_settings(const std::string& name) {
 }
 
 void mark_given(RegistrationSettings& s, const std::string& keyword) {
-  for (const std::string& k : s.given) {
-    if (k == keyword) return;
-  }
-  s.given.push_back(keyword);
+  if (std::find(s.given.begin(), s.given.end(), keyword) == s.given.end()) s.given.push_back(keyword);
+}
+
+bool is_given(const RegistrationSettings& s, const std::string& keyword) {
+  if (std::find(s.given.begin(), s.given.end(), keyword) != s.given.end()) return true;
+  const SettingRow& row = setting_row(keyword);
+  return row.get(s) != row.get(RegistrationSettings{});
 }
 
 namespace {
@@ -71,17 +74,15 @@ void unset_preset_rigid(RegistrationSettings& s, const std::vector<std::string>&
 
 RegistrationSettings with_preset(const RegistrationSettings& s, const std::string& name) {
   if (name == "auto") throw SettingsError("with_preset: a preset to apply, not auto");
-  const RegistrationSettings defaults;
   RegistrationSettings out = preset_settings(name);
   std::vector<std::string> keywords;
   for (const SettingRow& row : setting_rows()) {
-    if (row.keyword == "preset") continue;
-    bool given = row.get(s) != row.get(defaults);
-    for (const std::string& k : s.given) given = given || k == row.keyword;
-    if (given) keywords.push_back(row.keyword);
+    if (row.keyword != "preset" && is_given(s, row.keyword)) keywords.push_back(row.keyword);
   }
   unset_preset_rigid(out, keywords);
-  for (const std::string& k : keywords) setting_row(k).set(out, setting_row(k).get(s));
+  for (const SettingRow& row : setting_rows()) {  // in the table's order, as settings_given
+    if (std::find(keywords.begin(), keywords.end(), row.keyword) != keywords.end()) row.set(out, row.get(s));
+  }
   out.given = s.given;
   return out;
 }
@@ -179,14 +180,11 @@ namespace {
 // and keep these over it.
 std::vector<std::string> auto_arguments(const RegistrationSettings& s) {
   if (!s.deformable) throw SettingsError("the deformable stage off (--affine-only) has no option here");
-  const RegistrationSettings defaults;
   std::vector<std::string> w{"--preset", "auto", "--device", s.device};
   for (const SettingRow& row : setting_rows()) {
     if (row.keyword == "preset" || row.keyword == "device" || row.keyword == "deformable") continue;
     const std::string text = row.get(s);
-    bool given = text != row.get(defaults);
-    for (const std::string& k : s.given) given = given || k == row.keyword;
-    if (!given || text.empty()) continue;
+    if (!is_given(s, row.keyword) || text.empty()) continue;
     if ((row.keyword == "iterations" && !s.model.empty()) || (row.keyword == "refine" && s.model.empty())) continue;
     if (row.switch_sets.empty()) {
       w.insert(w.end(), {"--" + row.option, text});

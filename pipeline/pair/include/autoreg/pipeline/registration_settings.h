@@ -99,6 +99,9 @@ struct RegistrationSettings {
 
 // Records `keyword` as given over the preset (once).
 void mark_given(RegistrationSettings& s, const std::string& keyword);
+// Whether the setting `keyword` counts as given over the preset: recorded in
+// RegistrationSettings::given, or off its default.
+bool is_given(const RegistrationSettings& s, const std::string& keyword);
 // `s` under the preset `name` (not auto): its settings, then every setting given in `s`
 // (RegistrationSettings::given, and any other that differs from its default) over them.
 RegistrationSettings with_preset(const RegistrationSettings& s, const std::string& name);
