@@ -90,7 +90,8 @@ CASES = {
 
 
 EXTRAS = {"gas": ["--exclude-gas", "true"], "nogas": ["--exclude-gas", "false"], "mind": ["--similarity", "mind"],
-          "discrete": ["--discrete", "20"]}
+          "discrete": ["--discrete", "20"], "noreg": ["--regularization", "0", "--learning-rate", "2"],
+          "levels3": ["--iterations", "70,70,20"], "levels4": ["--iterations", "70,70,70,20"], "tv": ["--regularizer", "tv"]}
 
 
 def smooth_field(shape, spacing, max_mm, seed):
@@ -278,7 +279,8 @@ def run_case(case, config, threads):
            "epe_after": float(np.linalg.norm(field - truth, axis=-1)[scored].mean()), "seconds": seconds,
            "preset": (s.get("preset_choice") or {}).get("name", s["settings"].get("preset")),
            "pre_alignment": s["settings"]["pre_alignment"], "affine_kept": (s.get("affine_check") or {}).get("kept"),
-           "warnings": [w["check"] for w in s["warnings"]]}
+           "warnings": [w["check"] for w in s["warnings"]],
+           "nmi": [(s.get("second_opinion") or {}).get(k) for k in ("before", "after")]}
     if "moving_labels" in case:
         truth_labels = np.load(folder / "truth_labels.npy")
         moved = sitk.GetArrayFromImage(sitk.ReadImage(str(work / "labels.nii.gz")))
@@ -291,13 +293,16 @@ def run_case(case, config, threads):
 def table(rows):
     done = [r for r in rows if "failed" not in r]
     done.sort(key=lambda r: -r["epe_after"] / max(1e-6, r["epe_before"]))
-    lines = ["| case | configuration | preset run | pre-alignment | endpoint error before → after (mm) | Dice before → after | time | warnings |",
-             "|---|---|---|---|---:|---:|---:|---|"]
+    lines = ["| case | configuration | preset run | pre-alignment | endpoint error before → after (mm) | Dice before → after | "
+             "mutual information before → after | time | warnings |",
+             "|---|---|---|---|---:|---:|---:|---:|---|"]
     for r in done:
         d = f"{r['dice_before']:.3f} → {r['dice_after']:.3f}" if "dice_before" in r else ""
         worse = " **worse**" if r["epe_after"] > r["epe_before"] else ""
+        nmi = r.get("nmi") or [None, None]
+        mi = f"{nmi[0]:.3f} → {nmi[1]:.3f}" if None not in nmi else ""
         lines.append(f"| {r['case']} {r['what']} | {r['config']} | {r['preset']} | {r['pre_alignment']} ({r['affine_kept']}) | "
-                     f"{r['epe_before']:.2f} → {r['epe_after']:.2f}{worse} | {d} | {r['seconds']:.1f} s | {','.join(r['warnings'])} |")
+                     f"{r['epe_before']:.2f} → {r['epe_after']:.2f}{worse} | {d} | {mi} | {r['seconds']:.1f} s | {','.join(r['warnings'])} |")
     for r in rows:
         if "failed" in r:
             lines.append(f"| {r['case']} | {r['config']} | FAILED: {r['failed']} | | | | | |")

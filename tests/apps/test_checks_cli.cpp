@@ -72,6 +72,10 @@ TEST_F(ChecksCli, TheCbctsPaddingIsLeftOutAndAnAlignedPairIsNotPreAligned) {
   EXPECT_EQ(s["settings"]["pre_alignment"], "rigid");
   // Aligned to begin with: the rigid fit gains nothing and the headers' alignment is kept.
   EXPECT_EQ(s["affine_check"]["kept"], "headers") << s["affine_check"];
+  // Both judged 15 mm or more inside the cylinder's edge.
+  EXPECT_EQ(s["affine_check"]["judged"]["edge_margin_mm"], 15.0) << s["affine_check"];
+  EXPECT_EQ(s["second_opinion"]["edge_margin_mm"], 15.0) << s["second_opinion"];
+  EXPECT_GT(s["second_opinion"]["before"].get<double>(), 1.0) << s["second_opinion"];
   for (const auto& w : s["warnings"]) EXPECT_NE(w["check"], "affine_limits") << w;
   // (Instance optimisation with local NCC drifts on this smooth phantom even from its
   // optimum, as it did before these changes: a CT registered onto itself moves by
@@ -81,7 +85,8 @@ TEST_F(ChecksCli, TheCbctsPaddingIsLeftOutAndAnAlignedPairIsNotPreAligned) {
 // With no options, as a new user: the pair is seen to be a CT onto its CBCT, so ct-cbct
 // and a pre-alignment that cannot scale; the brain preset forced keeps its settings but not
 // the affine's scale and shear (one patient's scans); the pre-alignment is judged 15 mm or
-// more inside the field of view's edge, and nothing warns.
+// more inside the field of view's edge where it has such an interior (this one is too short:
+// the whole overlap), and nothing warns.
 TEST_F(ChecksCli, AShortShiftedFieldOfViewGetsTheCtCbctPresetAndNoScaling) {
   for (const std::string preset : {"", "--preset brain"}) {
     const Result r = run("register --json --iterations 20,10 --fixed " + path("short_cbct.nii.gz") + " --moving " +
@@ -98,7 +103,9 @@ TEST_F(ChecksCli, AShortShiftedFieldOfViewGetsTheCtCbctPresetAndNoScaling) {
     EXPECT_EQ(c["rigid_at_most"], !preset.empty()) << "ct-cbct is rigid of itself";
     EXPECT_EQ(s["settings"]["pre_alignment"], "rigid");
     EXPECT_EQ(s["settings"]["regularization"], preset.empty() ? 4.0 : 1.0);
-    EXPECT_EQ(s["affine_check"]["judged"]["edge_margin_mm"], 15.0) << s["affine_check"];
+    // 10 slices of 3 mm: nothing lies 15 mm inside the field of view's edge, so the whole
+    // overlap is judged.
+    EXPECT_EQ(s["affine_check"]["judged"]["edge_margin_mm"], 0.0) << s["affine_check"];
     const auto& a = s["affine_lps"];
     for (int i = 0; i < 3; ++i) {
       double norm = 0;
@@ -106,6 +113,8 @@ TEST_F(ChecksCli, AShortShiftedFieldOfViewGetsTheCtCbctPresetAndNoScaling) {
       EXPECT_NEAR(std::sqrt(norm), 1.0, 1e-6) << "no scaling: " << a;
     }
     for (const auto& w : s["warnings"]) EXPECT_NE(w["check"], "affine_limits") << w;
+    // The second opinion judged where the pre-alignment was.
+    EXPECT_EQ(s["second_opinion"]["edge_margin_mm"], 0.0) << s["second_opinion"];
   }
   // Without --json, one line says what was chosen and why.
   const Result text = run("register --iterations 20,10 --fixed " + path("short_cbct.nii.gz") + " --moving " +

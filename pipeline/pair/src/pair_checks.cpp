@@ -67,6 +67,21 @@ std::vector<PairWarning> check_pair(const PairOptions& o, const PairResult& r, d
                     {"scale_range", {limits.min_scale, limits.max_scale}}}});
     }
   }
+  const PairResult::SecondOpinion& mi = r.mutual_information;
+  if (std::isfinite(mi.before) && std::isfinite(mi.after) && mi.after - 1 < (mi.before - 1) * (1 - kSecondOpinionDrop)) {
+    char where[64] = "";
+    if (mi.margin_mm > 0) std::snprintf(where, sizeof where, " %.0f mm or more inside the fields of view", mi.margin_mm);
+    char text[400];
+    std::snprintf(text, sizeof text,
+                  "a second opinion disagrees: the images' normalised mutual information%s falls from %.4f at the "
+                  "headers' alignment to %.4f, although the registration optimised its own %s similarity; the result "
+                  "may follow an edge, the noise or a structure that is in one scan only rather than the anatomy",
+                  where, mi.before, mi.after,
+                  kind.c_str());
+    w.push_back({"second_opinion", text,
+                 {{"measure", "normalised mutual information"}, {"before", mi.before}, {"after", mi.after},
+                  {"edge_margin_mm", mi.margin_mm}, {"least_kept", 1 - kSecondOpinionDrop}}});
+  }
   if (folding_percent > kFoldingLimitPercent) {
     char text[160];
     std::snprintf(text, sizeof text, "%.2f %% of the field's voxels fold (more than %.0f %%)", folding_percent,

@@ -232,6 +232,17 @@ nlohmann::json affine_check_summary(const PairResult& r) {
           {"kept", r.affine_dropped ? "headers" : "fitted"}};
 }
 
+// The second opinion's evidence (pair_checks.h: second_opinion).
+nlohmann::json second_opinion_summary(const PairResult& r) {
+  const PairResult::SecondOpinion& mi = r.mutual_information;
+  return {{"measure", "normalised mutual information"},
+          {"bins", kMutualInformationBins},
+          {"edge_margin_mm", mi.margin_mm},
+          {"before", finite_or_null(mi.before)},
+          {"after", finite_or_null(mi.after)},
+          {"least_kept", 1 - kSecondOpinionDrop}};
+}
+
 }  // namespace
 
 PairInputs read_pair_inputs(const RegisterJob& p) {
@@ -354,6 +365,7 @@ nlohmann::json pair_summary(const RegisterJob& p, const PairOutputs& out, const 
           {"inverse", m.inverse},
           {"affine_check", affine_check_summary(r)},
           {"similarity_check", {{"loss_before", finite_or_null(r.loss_before)}, {"loss_after", finite_or_null(r.loss_after)}}},
+          {"second_opinion", second_opinion_summary(r)},
           {"warnings", warnings_json(m.warnings)},
           {"preset_choice", choice_json(r.preset)},
           {"settings", settings_summary(r.options, r)}};

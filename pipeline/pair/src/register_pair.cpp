@@ -121,6 +121,13 @@ Shown shown(const io::Volume& v, const at::Tensor& mask, const Padding& padding)
   return s;
 }
 
+// Whether kLeastInterior or more of what `s` shows lies kEdgeMarginMm inside its edge
+// (true without an edge): a short field of view is judged whole.
+bool has_interior(const Shown& s) {
+  if (!s.edge) return true;
+  return s.interior.sum().item<double>() >= kLeastInterior * s.within.sum().item<double>();
+}
+
 // With --exclude-gas, 1 where a Hounsfield-like scan has no gas inside its body (below
 // halfway between its air, the 0.5th percentile inside `within`, and its soft tissue;
 // registration::enclosed_gas), recorded in *found; undefined for other scans.
@@ -178,8 +185,9 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
   r.masks = {fixed_shown.within, moving_shown.within};
   PairMasks interior{fixed_shown.interior, moving_shown.interior};
   PairMasks masks = padding_compared ? r.masks : given_masks;
-  // The pre-alignment is judged away from the fields of view's edges where an image has one.
-  const bool edges = fixed_shown.edge || moving_shown.edge;
+  // The pre-alignment is judged away from the fields of view's edges where an image has
+  // one, unless a field of view is too small to have an interior.
+  const bool edges = (fixed_shown.edge || moving_shown.edge) && has_interior(fixed_shown) && has_interior(moving_shown);
   // The preset (--preset auto: chosen from the images) and the options it gives.
   r.preset = choose_preset(given_options.settings,
                            pair_evidence(scan_evidence(fixed, fixed_shown.found.padding, fixed_shown.found.outside_fraction),
@@ -205,11 +213,15 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
   // pre-alignment and the result must beat.
   const registration::Similarity kind = o.deformable.similarity;
   r.loss_before = detail::mapped_similarity_loss(kind, f, fixed.geometry, m, at::Tensor(), at::Tensor(), r.masks);
+  // The second opinion, judged away from the edges as the pre-alignment is.
+  const PairMasks& judged = edges ? interior : r.masks;
+  r.mutual_information.margin_mm = edges ? kEdgeMarginMm : 0;
+  r.mutual_information.before = detail::mapped_mutual_information(f, fixed.geometry, m, at::Tensor(), at::Tensor(), judged);
   lap("normalise");
   r.affine = at::eye(4, at::kDouble);
   at::Tensor deformation;  // 1×3×D×H×W, voxels of the fixed grid: the deformable part
   if (o.stages != Stages::DeformableOnly) {
-    pre_align(f, fixed.geometry, m, masks, edges ? interior : r.masks, edges ? kEdgeMarginMm : 0, device, r);
+    pre_align(f, fixed.geometry, m, masks, judged, r.mutual_information.margin_mm, device, r);
     lap("affine");
   }
   c10::AutoGradMode no_grad(false);
@@ -293,6 +305,7 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
   r.displacement = io::compose_affine_(fixed.geometry, r.affine, deformation);
   lap("compose");
   r.loss_after = detail::mapped_similarity_loss(kind, f, fixed.geometry, m, at::Tensor(), r.displacement, r.masks);
+  r.mutual_information.after = detail::mapped_mutual_information(f, fixed.geometry, m, at::Tensor(), r.displacement, judged);
   lap("check");
   return r;
 }

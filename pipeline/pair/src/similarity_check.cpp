@@ -42,12 +42,14 @@ Subgrid subgrid(const io::Geometry& g) {
   return s;
 }
 
-}  // namespace
+// The fixed image and the moving one carried onto the subgrid of `grid`, and the weight of
+// each point: inside the fixed mask, and its match inside the moving volume and mask.
+struct Sampled {
+  at::Tensor fixed, moving, weight;
+};
 
-double mapped_similarity_loss(registration::Similarity kind, const at::Tensor& fixed, const io::Geometry& grid,
-                              const io::Volume& moving, const at::Tensor& affine, const at::Tensor& displacement,
-                              const PairMasks& masks) {
-  c10::AutoGradMode no_grad(false);
+Sampled sampled(const at::Tensor& fixed, const io::Geometry& grid, const io::Volume& moving, const at::Tensor& affine,
+                const at::Tensor& displacement, const PairMasks& masks) {
   const Subgrid sub = subgrid(grid);
   // The map on the subgrid, in its voxels: the full grid's displacement at the kept voxels, over the step.
   at::Tensor u;
@@ -55,14 +57,45 @@ double mapped_similarity_loss(registration::Similarity kind, const at::Tensor& f
     const at::Tensor steps = at::tensor({double(sub.step[2]), double(sub.step[1]), double(sub.step[0])}, at::kFloat);
     u = sub.of(displacement.cpu()) / steps.view({1, 3, 1, 1, 1});
   }
-  const at::Tensor f = sub.of(fixed.cpu().to(at::kFloat));
-  const at::Tensor m = io::sample_mapped({moving.data.cpu(), moving.geometry}, sub.geometry, affine, u);
-  // Inside the moving volume (and its mask): its ones (or mask) carried the same way.
+  Sampled s;
+  s.fixed = sub.of(fixed.cpu().to(at::kFloat));
+  s.moving = io::sample_mapped({moving.data.cpu(), moving.geometry}, sub.geometry, affine, u);
   const at::Tensor moving_inside = masks.moving.defined() ? masks.moving.cpu() : at::ones_like(moving.data.cpu());
-  at::Tensor weight = io::sample_mapped({moving_inside, moving.geometry}, sub.geometry, affine, u).gt(0.5).to(at::kFloat);
-  if (masks.fixed.defined()) weight = weight * sub.of(masks.fixed.cpu()).gt(0.5).to(at::kFloat);
-  if (weight.sum().item<double>() < 1) return std::numeric_limits<double>::quiet_NaN();
-  return registration::similarity_loss(kind, f, m, 5, weight).item<double>();
+  s.weight = io::sample_mapped({moving_inside, moving.geometry}, sub.geometry, affine, u).gt(0.5).to(at::kFloat);
+  if (masks.fixed.defined()) s.weight = s.weight * sub.of(masks.fixed.cpu()).gt(0.5).to(at::kFloat);
+  return s;
+}
+
+double entropy(const at::Tensor& p) {
+  const at::Tensor q = p.masked_select(p.gt(0));
+  return -(q * q.log()).sum().item<double>();
+}
+
+}  // namespace
+
+double mapped_similarity_loss(registration::Similarity kind, const at::Tensor& fixed, const io::Geometry& grid,
+                              const io::Volume& moving, const at::Tensor& affine, const at::Tensor& displacement,
+                              const PairMasks& masks) {
+  c10::AutoGradMode no_grad(false);
+  const Sampled s = sampled(fixed, grid, moving, affine, displacement, masks);
+  if (s.weight.sum().item<double>() < 1) return std::numeric_limits<double>::quiet_NaN();
+  return registration::similarity_loss(kind, s.fixed, s.moving, 5, s.weight).item<double>();
+}
+
+double mapped_mutual_information(const at::Tensor& fixed, const io::Geometry& grid, const io::Volume& moving,
+                                 const at::Tensor& affine, const at::Tensor& displacement, const PairMasks& masks) {
+  c10::AutoGradMode no_grad(false);
+  const Sampled s = sampled(fixed, grid, moving, affine, displacement, masks);
+  const at::Tensor inside = s.weight.reshape(-1).gt(0.5);
+  if (inside.sum().item<int64_t>() < 1) return std::numeric_limits<double>::quiet_NaN();
+  const int64_t n = kMutualInformationBins;
+  const auto bin = [n, &inside](const at::Tensor& t) {
+    return (t.reshape(-1).masked_select(inside).clamp(0, 1) * double(n)).floor().clamp_max(double(n - 1)).to(at::kLong);
+  };
+  const at::Tensor joint = at::bincount(bin(s.fixed) * n + bin(s.moving), {}, n * n).to(at::kDouble).view({n, n});
+  const at::Tensor p = joint / joint.sum();
+  const double h = entropy(p);
+  return h > 0 ? (entropy(p.sum(1)) + entropy(p.sum(0))) / h : std::numeric_limits<double>::quiet_NaN();
 }
 
 }  // namespace autoreg::pipeline::detail

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "autoreg/io/volume.h"
+#include "autoreg/pipeline/pair_checks.h"
 #include "autoreg/pipeline/register_pair.h"
 #include "autoreg/registration/similarity.h"
 
@@ -23,5 +24,14 @@ namespace autoreg::pipeline::detail {
 double mapped_similarity_loss(registration::Similarity kind, const at::Tensor& fixed, const io::Geometry& grid,
                               const io::Volume& moving, const at::Tensor& affine, const at::Tensor& displacement,
                               const PairMasks& masks);
+
+// A second opinion on the same points, from evidence the registration did not optimise:
+// the normalised mutual information (Studholme: (H(F) + H(M)) / H(F, M), 1 for independent
+// images, 2 for one a relabelling of the other) of the two normalised images' joint
+// histogram (pair_checks.h: kMutualInformationBins each; both lie in 0..1). Global where the similarity
+// is local, so a map that matches the field of view's edge or the noise locally while the
+// anatomy inside moves away lowers it. NaN when no voxel is inside both.
+double mapped_mutual_information(const at::Tensor& fixed, const io::Geometry& grid, const io::Volume& moving,
+                                 const at::Tensor& affine, const at::Tensor& displacement, const PairMasks& masks);
 
 }  // namespace autoreg::pipeline::detail

@@ -8,6 +8,11 @@
 //   affine_limits     the affine turns or scales beyond what the preset allows, or what one
 //                     patient's scans allow (scale and shear are no anatomy between them)
 //   folding           more than kFoldingLimitPercent of the field's voxels fold
+//   second_opinion    evidence the registration did not optimise disagrees: the images'
+//                     normalised mutual information (global, where the similarity is local),
+//                     on what both show 15 mm or more inside the fields of view's edges,
+//                     keeps less than 1 − kSecondOpinionDrop of its information (NMI − 1)
+//                     at the headers' alignment (PairResult::mutual_information)
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -43,6 +48,11 @@ inline constexpr double kFoldingLimitPercent = 1.0;
 // 0.074 → 0.091, the optimiser's first steps), which is no failure; a failure moves the
 // loss by far more (a planning CT onto the CBCT's cylinder: the whole image).
 inline constexpr double kWorseTolerance = 0.02;
+
+// The second opinion: the joint histogram's bins per image, and the share of the mutual
+// information at the headers' alignment a result may lose before second_opinion fires.
+inline constexpr int64_t kMutualInformationBins = 32;
+inline constexpr double kSecondOpinionDrop = 0.1;
 
 // The rotation angle (degrees) and the singular values of a 4×4 affine's linear part.
 struct AffineShape {

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <array>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,6 +70,9 @@ inline constexpr double kAffineGain = 0.01;
 // pre-alignment which gains only by pulling one image's edge onto the other's field of
 // view is dropped. Brains without padding or masks are judged as before.
 inline constexpr double kEdgeMarginMm = 15;
+// Unless less than this share of an image's field of view lies that far inside its edge
+// (a short cone-beam field of view): then the whole overlap is judged.
+inline constexpr double kLeastInterior = 0.05;
 // How far gas found inside a body is grown before it is left out (--exclude-gas): its
 // blurred rim, about two in-plane voxels of a CT.
 inline constexpr double kGasGrowMm = 2;
@@ -149,6 +153,15 @@ struct PairResult {
   // moving one on what both show, at the headers' alignment and through the result
   // (pipeline/pair/src/similarity_check.h): a result worse than its start is a failure.
   double loss_before = 0, loss_after = 0;
+  // A second opinion the registration did not optimise (pair_checks.h: second_opinion):
+  // the normalised mutual information of the two images at the headers' alignment and
+  // through the result, on what both show `margin_mm` or more inside the fields of view's
+  // edges (0: what both show, no field of view found).
+  struct SecondOpinion {
+    double before = std::numeric_limits<double>::quiet_NaN(), after = std::numeric_limits<double>::quiet_NaN();
+    double margin_mm = 0;
+  };
+  SecondOpinion mutual_information;
 };
 
 // The process's peak resident memory so far, MiB.
