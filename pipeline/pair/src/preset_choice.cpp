@@ -169,7 +169,7 @@ PresetChoice choose_preset(const RegistrationSettings& s, const PairEvidence& e)
   }
   // One patient's scans: no scale or shear between them, whatever the preset asks.
   const RegistrationSettings base = c.automatic ? with_preset(s, c.name) : s;
-  c.rigid_at_most = e.same_patient && base.affine && !base.rigid && !is_given(s, "affine");
+  c.rigid_at_most = e.same_patient && base.affine && !base.rigid && !is_given(s, "affine") && !is_given(s, "rigid");
   if (c.rigid_at_most) c.reason += "; one patient in one frame of reference: the pre-alignment rigid at most";
   return c;
 }
