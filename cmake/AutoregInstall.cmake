@@ -2,7 +2,7 @@
 #   find_package(AutoReg CONFIG REQUIRED)
 # gives autoreg::base, autoreg::ops, autoreg::registration (autoreg::losses, ::classical, ::networks and
 # ::training together), autoreg::search, autoreg::segmentation, autoreg::parallel and, in a build
-# with ITK, autoreg::io, autoreg::pipeline (the jobs' library API: autoreg::pair, one pair's registration and the
+# with ITK, autoreg::io, autoreg::rt (RT Structure Sets), autoreg::pipeline (the jobs' library API: autoreg::pair, one pair's registration and the
 # ITK filter, and autoreg::runs, the long runs) and autoreg::qc (quality-control pictures), with their
 # usage requirements: AutoRegConfig.cmake finds
 # LibTorch (as this build did, or where this build found it) and ITK (the same
@@ -12,7 +12,7 @@ include(CMakePackageConfigHelpers)
 set(_targets autoreg_base autoreg_ops autoreg_losses autoreg_classical autoreg_networks autoreg_training
   autoreg_registration autoreg_search autoreg_segmentation autoreg_parallel)
 if(AUTOREG_WITH_ITK)
-  list(APPEND _targets autoreg_io autoreg_pair autoreg_runs autoreg_pipeline autoreg_qc)
+  list(APPEND _targets autoreg_io autoreg_rt autoreg_pair autoreg_runs autoreg_pipeline autoreg_qc)
   # The command: bin/ → lib/, relative.
   file(RELATIVE_PATH _bin_to_lib "/${CMAKE_INSTALL_BINDIR}" "/${CMAKE_INSTALL_LIBDIR}")
   set_target_properties(autoreg PROPERTIES INSTALL_RPATH "$ORIGIN/${_bin_to_lib}")
@@ -35,7 +35,7 @@ install(TARGETS ${_targets} EXPORT AutoRegTargets
 set(_include_dirs base/include/ ops/include/ registration/losses/include/ registration/classical/include/
   registration/networks/include/ registration/training/include/ search/include/ segmentation/include/ parallel/include/)
 if(AUTOREG_WITH_ITK)
-  list(APPEND _include_dirs io/include/ pipeline/pair/include/ pipeline/runs/include/ qc/include/)
+  list(APPEND _include_dirs io/include/ rt/include/ pipeline/pair/include/ pipeline/runs/include/ qc/include/)
   install(FILES models/default.autoreg DESTINATION ${CMAKE_INSTALL_DATADIR}/autoreg)
 endif()
 foreach(_dir IN LISTS _include_dirs)

@@ -28,6 +28,8 @@ APT_PACKAGES=(build-essential cmake ninja-build ccache git python3 python3-venv
   zlib1g-dev       # reading .gz inputs to their end (files cut short)
   libtcmalloc-minimal4  # the autoreg executable's malloc (less memory, faster; apps/CMakeLists.txt)
   libhdf5-dev      # checking .h5 transform files before ITK reads them
+  libdcmtk-dev     # DCMTK's dcmdata: RT Structure Sets in and out (rt/)
+  dicom3tools      # dciodvfy, the independent validator the RT Structure Set tests check our output with
   libgloo-dev      # gloo's headers, which c10d's ProcessGroupGloo.hpp includes (parallel/)
   libgdcm-tools    # GDCM's CMake package (pulled in by ITK) names its tools
   elastix          # the reference bench/register_e2e.py compares against
