@@ -4,6 +4,7 @@
 //                  [--affine-only | --no-affine] [--similarity ncc|mse|mind]
 //                  [--regularizer diffusion|tv] [--regularization λ] [--iterations N1,N2,...] [--affine-iterations N1,N2]
 //                  [--fixed-mask FM] [--moving-mask MM] [--rigid]
+//                  [--moving-contours RS.dcm [--out-contours RS2.dcm] [--fixed-contours RSF.dcm]]
 //                  [--fixed-orientation C] [--moving-orientation C]
 //                  [--model FILE|default [--refine K]]
 //                  [--device cpu|cuda] [--threads T] [--seed S] [--force] [--json]
@@ -29,6 +30,28 @@
 #include "registration_args.h"
 
 namespace autoreg::apps {
+namespace {
+
+// One line per carried structure (--moving-contours): where it went, and its Dice against
+// the fixed structure set's where one was given.
+void print_contours(const nlohmann::json& contours) {
+  const std::string written = contours.value("written", std::string());
+  std::printf("carried %zu structures of %s%s%s\n", contours["structures"].size(),
+              contours["moving"].get<std::string>().c_str(), written.empty() ? "" : " into ", written.c_str());
+  for (const auto& s : contours["structures"]) {
+    std::printf("  %-24s %3zu contours, %7.1f -> %7.1f mL%s", s["name"].get<std::string>().c_str(),
+                s["contours"].get<size_t>(), s["volume_drawn_ml"].get<double>(), s["volume_carried_ml"].get<double>(),
+                s["cut_by_edge"].get<bool>() ? ", cut by the fixed image's edge" : "");
+    if (s.contains("dice")) {
+      std::printf(", Dice against %s %s%.3f", s["compared_with"].get<std::string>().c_str(),
+                  s.contains("dice_before") ? (std::to_string(s["dice_before"].get<double>()).substr(0, 5) + " -> ").c_str() : "",
+                  s["dice"].get<double>());
+    }
+    std::printf("\n");
+  }
+}
+
+}  // namespace
 
 int run_register(int argc, char** argv) {
   TCLAP::CmdLine cmd("Register a moving volume to a fixed one: affine pre-alignment in physical "
@@ -53,6 +76,9 @@ int run_register(int argc, char** argv) {
   TCLAP::SwitchArg allow_missing("", "allow-missing", "with --merge: list pairs that no shard registered as missing instead of refusing", cmd, false);
   TCLAP::ValueArg<std::string> moving_labels("", "moving-labels", "moving label map to warp", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> out_labels("", "out-labels", "warped label map", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> moving_contours("", "moving-contours", "an RT Structure Set (RTSTRUCT .dcm) drawn on the moving DICOM series (--moving: its folder): its structures are carried onto the fixed series; --out-contours writes them", false, "", "RS.dcm", cmd);
+  TCLAP::ValueArg<std::string> fixed_contours("", "fixed-contours", "the RT Structure Set drawn on the fixed DICOM series: the summary reports each carried structure's Dice against the one of the same name (or the same but for its last _ part)", false, "", "RS.dcm", cmd);
+  TCLAP::ValueArg<std::string> out_contours("", "out-contours", "with --moving-contours: a new RT Structure Set on the fixed DICOM series (--fixed: its folder), the structures carried by the registration", false, "", "RS.dcm", cmd);
   TCLAP::ValueArg<std::string> out_affine("", "out-affine", "the affine alone, as an ITK transform file (.tfm, .txt, .mat, .h5)", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> out_inverse_field("", "out-inverse-field", "the inverse map, on the moving grid (LPS mm, like --out-field): the velocities integrated backwards and the affine inverted; `autoreg apply` carries fixed-grid images onto the moving grid with it", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> qc("", "qc", "a picture to check the result (PNG): three orthogonal slices of the fixed image, the warped moving one, their checkerboard, the warped labels' outlines, the log Jacobian; with --pairs every pair gets one and index.html lists them worst first", false, "", "FILE.png", cmd);
@@ -84,13 +110,17 @@ int run_register(int argc, char** argv) {
   p.fixed_mask = fixed_mask.getValue();
   p.moving_mask = moving_mask.getValue();
   p.out_inverse_field = out_inverse_field.getValue();
+  p.moving_contours = moving_contours.getValue();
+  p.fixed_contours = fixed_contours.getValue();
+  p.out_contours = out_contours.getValue();
   p.qc = qc.getValue();
   if (!p.qc.empty() && !ends_with_png(p.qc)) throw UsageError("--qc writes a PNG picture: give a name ending in .png");
   const bool batch = pairs.isSet();
   if (batch) {
     for (const auto* a : std::initializer_list<const TCLAP::Arg*>{&fixed, &moving, &out_warped, &out_field, &moving_labels,
                                                                    &out_labels, &out_affine, &fixed_labels, &out_inverse_field, &qc,
-                                                                   &fixed_points, &moving_points, &fixed_mask, &moving_mask}) {
+                                                                   &fixed_points, &moving_points, &fixed_mask, &moving_mask,
+                                                                   &moving_contours, &fixed_contours, &out_contours}) {
       if (a->isSet()) throw UsageError("--pairs lists the pairs; --" + a->getName() + " is for one pair");
     }
     if (!out_dir.isSet()) throw UsageError("--pairs needs --out-dir");
@@ -109,8 +139,13 @@ int run_register(int argc, char** argv) {
       throw UsageError("--moving-labels and --out-labels go together");
     }
     if (p.fixed_points.empty() != p.moving_points.empty()) throw UsageError("--fixed-points and --moving-points go together");
-    refuse_overwrite({&p.out_warped, &p.out_field, &p.out_labels, &p.out_affine, &p.out_inverse_field, &p.qc},
-                     {&p.fixed, &p.moving, &p.moving_labels, &p.fixed_labels, &p.fixed_mask, &p.moving_mask});
+    if (p.moving_contours.empty() && (!p.out_contours.empty() || !p.fixed_contours.empty())) {
+      throw UsageError(std::string(p.out_contours.empty() ? "--fixed-contours compares" : "--out-contours writes") +
+                       " the structures carried from --moving-contours: give the moving series' RT Structure Set");
+    }
+    refuse_overwrite({&p.out_warped, &p.out_field, &p.out_labels, &p.out_affine, &p.out_inverse_field, &p.qc, &p.out_contours},
+                     {&p.fixed, &p.moving, &p.moving_labels, &p.fixed_labels, &p.fixed_mask, &p.moving_mask,
+                      &p.moving_contours, &p.fixed_contours});
   }
   pipeline::RegistrationSettings s = registration.settings(device.value());
   s.deformable = !affine_only.getValue();
@@ -162,6 +197,7 @@ int run_register(int argc, char** argv) {
                   t["points"].get<size_t>(), t["before_mean_mm"].get<double>(), t["mean_mm"].get<double>(),
                   t["median_mm"].get<double>(), t["p95_mm"].get<double>(), t["max_mm"].get<double>());
     }
+    if (summary.contains("contours")) print_contours(summary["contours"]);
   }
   if (strict.getValue() && !summary["warnings"].empty()) return kCheckFailed;
   return kOk;

@@ -54,6 +54,7 @@ class BadInput : public Cli {
     // Good inputs the cases start from.
     io::write_volume(path("fixed.nii.gz"), {moving_.flip({4}), grid_});
     std::ofstream(path("pairs.csv")) << "image,labels\n";  // header only
+    std::ofstream(path("rs.dcm")) << "not a structure set";  // beside an image that is no series
     // Broken volumes.
     cut("moving.nii.gz", "cut.nii.gz", 0.5);
     cut("field.nii.gz", "cut_field.nii.gz", 0.6);
@@ -181,6 +182,10 @@ TEST_F(BadInput, EveryCaseOfTheReadmesTable) {
       {"vector image as an image", reg("field.nii.gz", "moving.nii.gz"), 2, {"{d}/field.nii.gz: has 3 components"}, kRegisterOutputs},
       {"labels on another grid", reg("fixed.nii.gz", "moving.nii.gz", " --moving-labels {d}/labels_elsewhere.nii.gz --out-labels {d}/l.nii.gz"), 2,
        {"{d}/labels_elsewhere.nii.gz: ", "grid"}, kRegisterOutputs},
+      {"contours on an image that is no DICOM series", reg("fixed.nii.gz", "moving.nii.gz", " --moving-contours {d}/rs.dcm --out-contours {d}/c.dcm"), 2,
+       {"{d}/rs.dcm: an RT Structure Set is drawn on a DICOM series", "{d}/moving.nii.gz is a file"}, {"{d}/w.nii.gz", "{d}/f.nii.gz", "{d}/c.dcm"}},
+      {"contours out without contours in", reg("fixed.nii.gz", "moving.nii.gz", " --out-contours {d}/c.dcm"), 1,
+       {"--out-contours writes the structures carried from --moving-contours"}, {"{d}/w.nii.gz", "{d}/f.nii.gz", "{d}/c.dcm"}},
       {"output is a folder", "register --fixed {d}/fixed.nii.gz --moving {d}/moving.nii.gz --out-warped {d}/a_folder --out-field {d}/f.nii.gz", 2,
        {"{d}/a_folder: ", "is a folder"}, {"{d}/f.nii.gz"}},
       {"output folder missing", "register --fixed {d}/fixed.nii.gz --moving {d}/moving.nii.gz --out-warped {d}/w.nii.gz --out-field {d}/no/f.nii.gz", 2,

@@ -273,6 +273,14 @@ PairInputs read_pair_inputs(const RegisterJob& p) {
     in.moving.geometry = io::with_orientation(in.moving.geometry, p.moving_orientation);
     in.moving_labels.geometry = in.moving.geometry;
   }
+  if (!p.moving_contours.empty() || !p.fixed_contours.empty()) {
+    if (!p.fixed_orientation.empty() || !p.moving_orientation.empty()) {
+      throw io::IoError((p.moving_contours.empty() ? p.fixed_contours : p.moving_contours) +
+                        ": contours lie in the series' own frame of reference; an orientation override would move "
+                        "the image away from them");
+    }
+    in.contours = read_pair_contours(p, in.moving.geometry, in.fixed.geometry);
+  }
   warn_on_spacing(p, in.fixed.geometry, in.moving.geometry);
   warn_on_extents(p, in.fixed.geometry, in.moving.geometry);
   return in;
@@ -376,6 +384,16 @@ nlohmann::json register_inputs(RegisterJob p, PairInputs in, StageTimes& times) 
   const at::Tensor fixed_voxels = p.qc.empty() ? at::Tensor() : in.fixed.data;  // kept for the picture
   const PairOutputs out = register_in_memory(p, in, times);
   const PairResult& r = out.result;
+  // The structures carried onto the fixed series (with --moving-contours).
+  CarriedContours carried;
+  nlohmann::json contours;
+  if (in.contours.carried()) {
+    carried = carry_contours(in.contours, in.moving.geometry, in.fixed.geometry, r.displacement);
+    contours = {{"moving", in.contours.moving_file}, {"structures", carried.summary}};
+    if (!in.contours.fixed_file.empty()) contours["fixed"] = in.contours.fixed_file;
+    if (!p.out_contours.empty()) contours["written"] = p.out_contours;
+    times.lap("contours");
+  }
   Outputs outputs;
   outputs.write(p.out_warped, [&] { io::write_volume(p.out_warped, out.warped); });
   outputs.write(p.out_field, [&] { io::write_displacement_field(p.out_field, r.displacement, in.fixed.geometry); });
@@ -384,6 +402,9 @@ nlohmann::json register_inputs(RegisterJob p, PairInputs in, StageTimes& times) 
   }
   if (!p.out_affine.empty()) {
     outputs.write(p.out_affine, [&] { io::write_affine(p.out_affine, r.affine); });
+  }
+  if (!p.out_contours.empty()) {
+    outputs.write(p.out_contours, [&] { write_carried_contours(p.out_contours, in.contours, carried); });
   }
   if (r.inverse.defined()) {
     outputs.write(p.out_inverse_field,
@@ -405,12 +426,14 @@ nlohmann::json register_inputs(RegisterJob p, PairInputs in, StageTimes& times) 
     });
     times.lap("qc");
   }
-  return pair_summary(p, out, m, times);
+  nlohmann::json summary = pair_summary(p, out, m, times);
+  if (!contours.is_null()) summary["contours"] = std::move(contours);
+  return summary;
 }
 
 nlohmann::json register_files(const RegisterJob& job, StageTimes& times) {
   for (const std::string* out : {&job.out_warped, &job.out_field, &job.out_labels, &job.out_affine,
-                                 &job.out_inverse_field, &job.qc}) {
+                                 &job.out_inverse_field, &job.qc, &job.out_contours}) {
     if (!out->empty()) io::check_output(*out);
   }
   if (!job.out_inverse_field.empty()) check_invertible(job.options);

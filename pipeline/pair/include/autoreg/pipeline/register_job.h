@@ -12,6 +12,7 @@
 
 #include "autoreg/io/points.h"
 #include "autoreg/io/volume.h"
+#include "autoreg/pipeline/contours_job.h"
 #include "autoreg/pipeline/pair_checks.h"
 #include "autoreg/pipeline/register_pair.h"
 #include "autoreg/registration/metrics.h"
@@ -28,6 +29,9 @@ struct RegisterJob {
   // optional: cost-function masks (non-zero inside), each on its image's grid (or
   // resampled by nearest neighbour with `force`): register_pair.h's PairMasks
   std::string fixed_mask, moving_mask;
+  // optional: RT Structure Sets (contours_job.h) drawn on the moving series, carried onto
+  // the fixed series and written to out_contours; drawn on the fixed series, compared
+  std::string moving_contours, fixed_contours, out_contours;
   std::string out_warped, out_field;  // the moving image on the fixed grid; the displacement field (LPS mm)
   std::string out_labels;         // with moving_labels
   std::string out_affine;         // optional: the affine alone (ITK transform file)
@@ -45,6 +49,7 @@ struct PairInputs {
   io::Volume fixed, moving, moving_labels, fixed_labels;
   PairMasks masks;          // with RegisterJob's masks: 1 inside, 0 outside
   io::Landmarks landmarks;  // with RegisterJob's points
+  PairContours contours;    // with RegisterJob's contours
 };
 PairInputs read_pair_inputs(const RegisterJob& job);
 

@@ -1,0 +1,59 @@
+// A pair's contours as the radiotherapy clinic keeps them: RT Structure Sets on DICOM
+// series (rt/), read with the pair, carried onto the fixed series by the registration's
+// result and written as a new structure set there (`register --moving-contours RS.dcm
+// --out-contours RS_on_fixed.dcm`), and compared per structure with the fixed series'
+// own structure set (`--fixed-contours`). Every structure is carried as its own mask (a
+// structure set's structures overlap: a body holds its organs), sampled trilinearly
+// through the map and contoured at one half on each slice of the fixed series.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "autoreg/io/volume.h"
+#include "autoreg/rt/series.h"
+#include "autoreg/rt/structure_set.h"
+
+namespace autoreg::pipeline {
+
+struct RegisterJob;
+
+// The structure sets of a pair and the series they are drawn on; `moving` and `fixed`
+// hold no structures where no file was given.
+struct PairContours {
+  std::string moving_file, fixed_file;
+  rt::StructureSet moving, fixed;
+  rt::DicomSeries moving_series, fixed_series;  // read where a structure set needs one
+  bool carried() const { return !moving_file.empty(); }
+};
+
+// Reads job.moving_contours and job.fixed_contours and the DICOM series they are drawn on
+// (job.moving, job.fixed: folders of one series each), and checks that each structure set
+// references its series' frame of reference and that the series' geometry is the grid
+// the images were read on. Throws io::IoError naming the file at fault.
+PairContours read_pair_contours(const RegisterJob& job, const io::Geometry& moving_grid, const io::Geometry& fixed_grid);
+
+// The moving structures carried onto the fixed series through `displacement` (the pair's
+// result, 1×3×D×H×W voxels of the fixed grid), and per structure what was carried: its
+// volume drawn and on the fixed grid, the share that left the fixed field of view, the
+// contours written; with fixed structures, the Dice of the carried structure (as the
+// written contours rasterise again) against the fixed one of the same name.
+struct CarriedContours {
+  std::vector<rt::Roi> rois;
+  nlohmann::json summary;
+};
+CarriedContours carry_contours(const PairContours& contours, const io::Geometry& moving_grid,
+                               const io::Geometry& fixed_grid, const at::Tensor& displacement);
+
+// Writes the carried structures as a new RT Structure Set on the fixed series.
+void write_carried_contours(const std::string& path, const PairContours& contours, const CarriedContours& carried);
+
+// The fixed structure a moving one is compared with: the same name (ignoring case), or
+// else the one name that agrees but for its last `_` part (`Bowel_sm_planCT` and
+// `Bowel_sm_CBCT`: the series each was drawn on); -1 where none or several do.
+int matching_structure(const std::string& name, const std::vector<rt::Roi>& candidates);
+
+}  // namespace autoreg::pipeline
