@@ -61,7 +61,7 @@ int run_register(int argc, char** argv) {
                      ' ', "0.1");
   TCLAP::ValueArg<std::string> fixed("", "fixed", "fixed image", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> moving("", "moving", "moving image", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> out_warped("", "out-warped", "moving image on the fixed grid", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> out_warped("", "out-warped", "moving image on the fixed grid; a name ending in / (with a DICOM series as --fixed): a new CT series in that folder, on the fixed series' geometry and frame of reference, in HU", false, "", "FILE|DIR/", cmd);
   TCLAP::ValueArg<std::string> out_field("", "out-field", "displacement field, affine and deformable together (LPS mm, fixed grid; .h5: ITK DisplacementFieldTransform)", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> fixed_labels("", "fixed-labels", "the fixed image's label map: the summary reports the warped labels' mean Dice over its labels", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> fixed_points("", "fixed-points", "landmarks of the fixed image (.csv LPS as ANTs, elastix .txt/.pts, .vtk, Slicer .fcsv/.mrk.json): with --moving-points, the summary reports their TRE (mm) after registration", false, "", "FILE", cmd);

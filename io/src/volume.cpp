@@ -76,7 +76,10 @@ std::string itk_reason(const itk::ExceptionObject& e, const std::string& path) {
 void check_output_path(const std::string& path) {
   const fs::path parent = fs::path(path).parent_path();
   std::error_code ec;
-  if (fs::is_directory(path, ec)) fail(path, "is a folder; an output file name is needed");
+  if (fs::is_directory(path, ec)) {
+    fail(path, "is a folder; an output file name is needed (register --out-warped writes a DICOM series on a DICOM "
+               "--fixed into a new folder named with a final /)");
+  }
   if (!parent.empty() && !fs::is_directory(parent)) fail(path, "output folder does not exist");
   if (::access(parent.empty() ? "." : parent.c_str(), W_OK) != 0) {
     fail(path, "output folder is not writable");

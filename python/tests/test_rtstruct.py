@@ -3,9 +3,12 @@ CT's expert RT Structure Set carried onto the cone-beam CT's DICOM series
 (`register --moving-contours --out-contours`), read back with pydicom and rasterised here
 (numpy, the even-odd rule) on the CBCT's grid as SimpleITK reads it. The written object
 must reference the CBCT's series, slices and frame of reference with new UIDs of its own,
-and each structure's Dice against the CBCT's expert labels must equal the label-map
-path's (the same registration carrying the provider's label maps) within 0.02. Skipped
-without ../shared/data (or $AUTOREG_TEST_DATA)."""
+and each structure's Dice against the CBCT's expert contours must equal the label-map
+path's (the same registration carrying the same structures, rasterised here, as a label
+map) within 0.02. The deformed planning CT written as a DICOM series on the CBCT's
+(`--out-warped DIR/`) must read back through ITK as the NIfTI image of the same field
+within 1 HU. Both outputs must pass dciodvfy. Skipped without ../shared/data (or
+$AUTOREG_TEST_DATA)."""
 import json
 import os
 import pathlib
@@ -95,7 +98,7 @@ def carried(tmp_path_factory):
         "register", "--fixed", DICOM / "cbct02", "--moving", DICOM / "planct",
         "--moving-contours", DICOM / "planct_rtstruct.dcm", "--fixed-contours", DICOM / "cbct02_rtstruct.dcm",
         "--out-contours", out / "rs_on_cbct.dcm", "--moving-labels", out / "moving_labels.nii.gz",
-        "--out-labels", out / "labels.nii.gz", "--out-warped", out / "warped.nii.gz", "--out-field", out / "field.nii.gz",
+        "--out-labels", out / "labels.nii.gz", "--out-warped", str(out / "ct_on_cbct") + "/", "--out-field", out / "field.nii.gz",
         "--json", "--threads", "2").stdout)
     return out, summary
 
@@ -157,3 +160,46 @@ def test_the_written_structure_set_is_valid_for_dciodvfy(carried):
     report = subprocess.run(["dciodvfy", str(out / "rs_on_cbct.dcm")], capture_output=True, text=True)
     errors = [line for line in (report.stdout + report.stderr).splitlines() if line.startswith("Error")]
     assert errors == [], errors
+
+
+def test_the_deformed_ct_series_reads_back_as_the_image(carried):
+    import pydicom
+    import SimpleITK as sitk
+
+    out, _ = carried
+    run_cli("apply", "--moving", DICOM / "planct", "--field", out / "field.nii.gz", "--reference", DICOM / "cbct02",
+            "--out", out / "ct_on_cbct.nii.gz")
+    reader = sitk.ImageSeriesReader()
+    reader.SetFileNames(reader.GetGDCMSeriesFileNames(str(out / "ct_on_cbct")))
+    series = reader.Execute()
+    image = sitk.ReadImage(str(out / "ct_on_cbct.nii.gz"))
+    assert series.GetSize() == image.GetSize()
+    assert np.allclose(series.GetOrigin(), image.GetOrigin(), atol=1e-3)
+    assert np.allclose(series.GetSpacing(), image.GetSpacing(), atol=1e-4)
+    assert np.allclose(series.GetDirection(), image.GetDirection(), atol=1e-6)
+    difference = np.abs(sitk.GetArrayFromImage(series).astype(float) - sitk.GetArrayFromImage(image))
+    assert difference.max() <= 1.0, difference.max()
+    files = sorted((out / "ct_on_cbct").iterdir())
+    first = pydicom.dcmread(files[0], stop_before_pixels=True)
+    cbct = pydicom.dcmread(sorted((DICOM / "cbct02").glob("*.dcm"))[0], stop_before_pixels=True)
+    assert len(files) == len(list((DICOM / "cbct02").glob("*.dcm")))
+    assert first.Modality == "CT" and first.FrameOfReferenceUID == cbct.FrameOfReferenceUID
+    assert first.StudyInstanceUID == cbct.StudyInstanceUID and first.PatientID == cbct.PatientID
+    assert first.SeriesInstanceUID != cbct.SeriesInstanceUID
+
+
+def test_the_deformed_ct_series_is_no_worse_for_dciodvfy_than_its_source(carried):
+    import shutil
+    import subprocess
+
+    if shutil.which("dciodvfy") is None:
+        pytest.skip("dciodvfy (Debian's dicom3tools) is not installed")
+    out, _ = carried
+
+    def errors(path):
+        report = subprocess.run(["dciodvfy", str(path)], capture_output=True, text=True)
+        return [line for line in (report.stdout + report.stderr).splitlines() if line.startswith("Error")]
+
+    ours = errors(sorted((out / "ct_on_cbct").iterdir())[0])
+    source = errors(sorted((DICOM / "cbct02").glob("*.dcm"))[0])
+    assert set(ours) <= set(source), (ours, source)

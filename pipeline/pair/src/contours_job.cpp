@@ -12,6 +12,7 @@
 #include "autoreg/pipeline/register_job.h"
 #include "autoreg/rt/contours.h"
 #include "autoreg/rt/errors.h"
+#include "autoreg/rt/image_series.h"
 #include "autoreg/rt/rasterise.h"
 #include "autoreg/rt/write.h"
 #include "carried_mask.h"
@@ -39,20 +40,22 @@ io::Geometry geometry_of(const rt::Grid& grid) {
   return g;
 }
 
-// The series of `image` (a DICOM folder) for the structure set `file`, on the grid the
-// image was read on.
-rt::DicomSeries series_for(const std::string& file, const std::string& image, const io::Geometry& grid) {
+// The series of `image` (a DICOM folder) for `file` (a structure set drawn on it, or an
+// output written on it: `what` says which), on the grid the image was read on.
+rt::DicomSeries series_for(const std::string& file, const char* what, const std::string& image, const io::Geometry& grid) {
   if (!std::filesystem::is_directory(image)) {
-    throw io::IoError(file + ": an RT Structure Set is drawn on a DICOM series; give its series folder as the image (" +
-                      image + " is a file)");
+    throw io::IoError(file + ": " + what + " a DICOM series; give its series folder as the image (" + image + " is a file)");
   }
   rt::DicomSeries series = rt::read_series(image);
   if (!io::same_grid(geometry_of(series.grid), grid, 1e-3)) {
-    throw io::IoError(image + ": the DICOM series' slices do not make the grid its image was read on; the structure set " +
-                      file + " cannot be placed on it");
+    throw io::IoError(image + ": the DICOM series' slices do not make the grid its image was read on; " + file +
+                      " cannot be placed on it");
   }
   return series;
 }
+
+constexpr const char* kDrawnOn = "an RT Structure Set is drawn on";
+constexpr const char* kWrittenOn = "a DICOM output is written on";
 
 double voxel_ml(const io::Geometry& g) { return g.spacing[0] * g.spacing[1] * g.spacing[2] / 1000.0; }
 
@@ -114,12 +117,14 @@ PairContours read_contours(const RegisterJob& job, const io::Geometry& moving_gr
   c.moving_file = job.moving_contours;
   c.fixed_file = job.fixed_contours;
   if (!c.moving_file.empty()) {
-    c.moving_series = series_for(c.moving_file, job.moving, moving_grid);
+    c.moving_series = series_for(c.moving_file, kDrawnOn, job.moving, moving_grid);
     c.moving = rt::read_structure_set(c.moving_file);
     rt::check_references(c.moving, c.moving_series, c.moving_file, job.moving);
   }
-  if (!c.fixed_file.empty() || !job.out_contours.empty()) {
-    c.fixed_series = series_for(c.fixed_file.empty() ? job.out_contours : c.fixed_file, job.fixed, fixed_grid);
+  if (!c.fixed_file.empty()) {
+    c.fixed_series = series_for(c.fixed_file, kDrawnOn, job.fixed, fixed_grid);
+  } else if (!job.out_contours.empty() || names_dicom_folder(job.out_warped)) {
+    c.fixed_series = series_for(job.out_contours.empty() ? job.out_warped : job.out_contours, kWrittenOn, job.fixed, fixed_grid);
   }
   if (!c.fixed_file.empty()) {
     c.fixed = rt::read_structure_set(c.fixed_file);
@@ -129,6 +134,32 @@ PairContours read_contours(const RegisterJob& job, const io::Geometry& moving_gr
 }
 
 }  // namespace
+
+bool names_dicom_folder(const std::string& path) { return !path.empty() && path.back() == '/'; }
+
+void check_dicom_output(const std::string& folder) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path target = fs::path(folder).lexically_normal();
+  const fs::path dir = target.has_filename() ? target : target.parent_path();
+  if (fs::exists(dir, ec) && !(fs::is_directory(dir, ec) && fs::is_empty(dir, ec))) {
+    throw io::IoError(folder + ": a DICOM series is written into a new or empty folder; this one holds files");
+  }
+  const fs::path parent = dir.parent_path();
+  if (!parent.empty() && !fs::is_directory(parent, ec)) throw io::IoError(folder + ": output folder does not exist");
+}
+
+void write_warped_series(const std::string& folder, const io::Volume& warped, const PairContours& c,
+                         const std::string& moving) {
+  rt::ImageSeriesInfo info;
+  info.series_description = "autoreg: " + std::filesystem::path(moving).lexically_normal().filename().string() +
+                            " deformed onto this scan";
+  info.derivation_description = "The image " + moving + " deformed onto the series " + c.fixed_series.folder +
+                                " by autoreg register (its frame of reference and geometry).";
+  if (c.moving_series.series_uid.size()) info.source_series_uid = c.moving_series.series_uid;
+  const at::Tensor values = warped.data.to(at::kFloat).contiguous();
+  rt::write_image_series(folder, values.data_ptr<float>(), c.fixed_series, info);
+}
 
 int matching_structure(const std::string& name, const std::vector<rt::Roi>& candidates) {
   for (size_t i = 0; i < candidates.size(); ++i) {

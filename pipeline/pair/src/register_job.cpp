@@ -95,7 +95,7 @@ class Outputs {
       written_.push_back(path);
     } catch (...) {
       std::error_code ec;
-      for (const auto& w : written_) std::filesystem::remove(w, ec);
+      for (const auto& w : written_) std::filesystem::remove_all(w, ec);  // a DICOM series is a folder
       throw;
     }
   }
@@ -273,11 +273,12 @@ PairInputs read_pair_inputs(const RegisterJob& p) {
     in.moving.geometry = io::with_orientation(in.moving.geometry, p.moving_orientation);
     in.moving_labels.geometry = in.moving.geometry;
   }
-  if (!p.moving_contours.empty() || !p.fixed_contours.empty()) {
+  if (!p.moving_contours.empty() || !p.fixed_contours.empty() || names_dicom_folder(p.out_warped)) {
     if (!p.fixed_orientation.empty() || !p.moving_orientation.empty()) {
-      throw io::IoError((p.moving_contours.empty() ? p.fixed_contours : p.moving_contours) +
-                        ": contours lie in the series' own frame of reference; an orientation override would move "
-                        "the image away from them");
+      throw io::IoError((p.moving_contours.empty() ? (p.fixed_contours.empty() ? p.out_warped : p.fixed_contours)
+                                                   : p.moving_contours) +
+                        ": contours and DICOM outputs lie in the series' own frame of reference; an orientation "
+                        "override would move the image away from them");
     }
     in.contours = read_pair_contours(p, in.moving.geometry, in.fixed.geometry);
   }
@@ -395,7 +396,13 @@ nlohmann::json register_inputs(RegisterJob p, PairInputs in, StageTimes& times) 
     times.lap("contours");
   }
   Outputs outputs;
-  outputs.write(p.out_warped, [&] { io::write_volume(p.out_warped, out.warped); });
+  outputs.write(p.out_warped, [&] {
+    if (names_dicom_folder(p.out_warped)) {
+      write_warped_series(p.out_warped, out.warped, in.contours, p.moving);
+    } else {
+      io::write_volume(p.out_warped, out.warped);
+    }
+  });
   outputs.write(p.out_field, [&] { io::write_displacement_field(p.out_field, r.displacement, in.fixed.geometry); });
   if (!p.out_labels.empty()) {
     outputs.write(p.out_labels, [&] { io::write_volume(p.out_labels, out.warped_labels); });
@@ -434,7 +441,12 @@ nlohmann::json register_inputs(RegisterJob p, PairInputs in, StageTimes& times) 
 nlohmann::json register_files(const RegisterJob& job, StageTimes& times) {
   for (const std::string* out : {&job.out_warped, &job.out_field, &job.out_labels, &job.out_affine,
                                  &job.out_inverse_field, &job.qc, &job.out_contours}) {
-    if (!out->empty()) io::check_output(*out);
+    if (out->empty()) continue;
+    if (out == &job.out_warped && names_dicom_folder(job.out_warped)) {
+      check_dicom_output(job.out_warped);
+    } else {
+      io::check_output(*out);
+    }
   }
   if (!job.out_inverse_field.empty()) check_invertible(job.options);
   PairInputs in = read_pair_inputs(job);

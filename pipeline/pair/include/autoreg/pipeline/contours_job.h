@@ -22,7 +22,8 @@ namespace autoreg::pipeline {
 struct RegisterJob;
 
 // The structure sets of a pair and the series they are drawn on; `moving` and `fixed`
-// hold no structures where no file was given.
+// hold no structures where no file was given. The fixed series is read too where an
+// output is written on it (--out-contours, --out-warped DIR/).
 struct PairContours {
   std::string moving_file, fixed_file;
   rt::StructureSet moving, fixed;
@@ -31,7 +32,7 @@ struct PairContours {
 };
 
 // Reads job.moving_contours and job.fixed_contours and the DICOM series they are drawn on
-// (job.moving, job.fixed: folders of one series each), and checks that each structure set
+// or written on (job.moving, job.fixed: folders of one series each), and checks that each structure set
 // references its series' frame of reference and that the series' geometry is the grid
 // the images were read on. Throws io::IoError naming the file at fault.
 PairContours read_pair_contours(const RegisterJob& job, const io::Geometry& moving_grid, const io::Geometry& fixed_grid);
@@ -47,6 +48,17 @@ struct CarriedContours {
 };
 CarriedContours carry_contours(const PairContours& contours, const io::Geometry& moving_grid,
                                const io::Geometry& fixed_grid, const at::Tensor& displacement);
+
+// Whether `path` names a DICOM series folder to write (`--out-warped DIR/`): it ends with
+// '/'.
+bool names_dicom_folder(const std::string& path);
+// Throws io::IoError unless a DICOM series can be written into `folder`: new or empty, in
+// a folder that exists.
+void check_dicom_output(const std::string& folder);
+// Writes the warped moving image (Hounsfield units) as a new CT series on the fixed series
+// (contours.fixed_series: read when job.out_warped names a folder), one file a slice.
+void write_warped_series(const std::string& folder, const io::Volume& warped, const PairContours& contours,
+                         const std::string& moving);
 
 // Writes the carried structures as a new RT Structure Set on the fixed series.
 void write_carried_contours(const std::string& path, const PairContours& contours, const CarriedContours& carried);
