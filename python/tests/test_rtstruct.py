@@ -203,3 +203,19 @@ def test_the_deformed_ct_series_is_no_worse_for_dciodvfy_than_its_source(carried
     ours = errors(sorted((out / "ct_on_cbct").iterdir())[0])
     source = errors(sorted((DICOM / "cbct02").glob("*.dcm"))[0])
     assert set(ours) <= set(source), (ours, source)
+
+
+def test_a_pairs_file_carries_contours(tmp_path):
+    import csv
+
+    (tmp_path / "pairs.csv").write_text(
+        "fixed,moving,moving_contours,fixed_contours\n"
+        f"{DICOM / 'cbct02'}/,{DICOM / 'planct'}/,{DICOM / 'planct_rtstruct.dcm'},{DICOM / 'cbct02_rtstruct.dcm'}\n")
+    run_cli("register", "--pairs", tmp_path / "pairs.csv", "--out-dir", tmp_path / "out", "--iterations", "10,10,5",
+            "--affine-iterations", "10,10", "--threads", "2")
+    rows = list(csv.DictReader(open(tmp_path / "out" / "summary.csv")))
+    assert rows[0]["pair"] == "planct_to_cbct02" and rows[0]["status"] == "done", rows
+    assert 0.3 < float(rows[0]["contours_dice"]) < 1, rows
+    summary = json.loads((tmp_path / "out" / "planct_to_cbct02.json").read_text())
+    assert summary["contours"]["written"] == str(tmp_path / "out" / "planct_to_cbct02_contours.dcm")
+    assert (tmp_path / "out" / "planct_to_cbct02_contours.dcm").is_file()

@@ -36,9 +36,11 @@ struct Pair {
 
 std::vector<Pair> read_pairs(const RegisterJob& base, const std::string& csv, const std::string& dir,
                              bool inverse) {
-  enum { kFixed, kMoving, kMovingLabels, kFixedLabels, kFixedPoints, kMovingPoints, kFixedMask, kMovingMask };
+  enum { kFixed, kMoving, kMovingLabels, kFixedLabels, kFixedPoints, kMovingPoints, kFixedMask, kMovingMask,
+         kMovingContours, kFixedContours };
   const std::vector<io::CsvRow> rows = io::read_csv(
-      csv, {"fixed", "moving", "moving_labels", "fixed_labels", "fixed_points", "moving_points", "fixed_mask", "moving_mask"},
+      csv, {"fixed", "moving", "moving_labels", "fixed_labels", "fixed_points", "moving_points", "fixed_mask", "moving_mask",
+            "moving_contours", "fixed_contours"},
       {"fixed", "moving"},
       "pairs file");
   if (rows.empty()) throw io::IoError(csv + ": lists no pairs (a header fixed,moving and one row per pair)");
@@ -57,6 +59,12 @@ std::vector<Pair> read_pairs(const RegisterJob& base, const std::string& csv, co
     p.moving_points = io::path_beside(csv, row.fields[kMovingPoints]);
     p.fixed_mask = io::path_beside(csv, row.fields[kFixedMask]);
     p.moving_mask = io::path_beside(csv, row.fields[kMovingMask]);
+    p.moving_contours = io::path_beside(csv, row.fields[kMovingContours]);
+    p.fixed_contours = io::path_beside(csv, row.fields[kFixedContours]);
+    if (p.moving_contours.empty() && !p.fixed_contours.empty()) {
+      throw io::IoError(csv + ":" + std::to_string(row.line) +
+                        ": fixed_contours scores the structures carried from moving_contours; give both");
+    }
     if (p.fixed.empty() || p.moving.empty()) {
       throw io::IoError(csv + ":" + std::to_string(row.line) + ": a pair needs a fixed and a moving image");
     }
@@ -66,6 +74,7 @@ std::vector<Pair> read_pairs(const RegisterJob& base, const std::string& csv, co
     p.out_warped = out + "_warped.nii.gz";
     p.out_field = out + "_field.nii.gz";
     p.out_labels = p.moving_labels.empty() ? "" : out + "_labels.nii.gz";
+    p.out_contours = p.moving_contours.empty() ? "" : out + "_contours.dcm";  // an RT Structure Set on the fixed series
     p.out_inverse_field = inverse ? out + "_inverse_field.nii.gz" : "";
     p.qc = out + "_qc.png";
     pair.report = out + ".json";
@@ -78,7 +87,7 @@ std::vector<Pair> read_pairs(const RegisterJob& base, const std::string& csv, co
 // the summary after them).
 bool complete(const Pair& pair) {
   for (const std::string* f : {&pair.report, &pair.params.out_warped, &pair.params.out_field, &pair.params.out_labels,
-                               &pair.params.out_inverse_field, &pair.params.qc}) {
+                               &pair.params.out_inverse_field, &pair.params.qc, &pair.params.out_contours}) {
     std::error_code ec;
     if (!f->empty() && !fs::is_regular_file(*f, ec)) return false;
   }
@@ -102,6 +111,18 @@ std::string csv_field(const nlohmann::json& v) {
   return v.dump();
 }
 
+// The mean Dice of a pair's carried structures against the fixed structure set's (null
+// without one).
+nlohmann::json contours_dice(const nlohmann::json& r) {
+  if (!r.contains("contours")) return nullptr;
+  double sum = 0;
+  int n = 0;
+  for (const auto& s : r["contours"]["structures"]) {
+    if (s.contains("dice") && s["dice"].is_number()) sum += s["dice"].get<double>(), ++n;
+  }
+  return n ? nlohmann::json(sum / n) : nlohmann::json();
+}
+
 // summary.csv: one row per pair, the stages' seconds as columns.
 std::string summary_csv(const nlohmann::json& rows) {
   std::set<std::string> stage_names;
@@ -110,7 +131,7 @@ std::string summary_csv(const nlohmann::json& rows) {
       for (const auto& [k, v] : r["stage_seconds"].items()) stage_names.insert(k);
     }
   }
-  const std::vector<std::string> columns = {"pair", "fixed", "moving", "status", "seconds", "dice", "tre_mm",
+  const std::vector<std::string> columns = {"pair", "fixed", "moving", "status", "seconds", "dice", "contours_dice", "tre_mm",
                                             "non_positive_jacobian_percent", "peak_memory_mib", "warnings", "error"};
   std::string text;
   for (const auto& c : columns) text += (text.empty() ? "" : ",") + c;
@@ -120,6 +141,7 @@ std::string summary_csv(const nlohmann::json& rows) {
     std::string line;
     for (const auto& c : columns) {
       nlohmann::json v = r.value(c, nlohmann::json());
+      if (c == "contours_dice") v = contours_dice(r);
       if (c == "warnings") {  // the failed checks' names, ';'-separated
         std::string names;
         for (const auto& w : v.is_array() ? v : nlohmann::json::array()) names += (names.empty() ? "" : ";") + w.value("check", "");
@@ -272,7 +294,7 @@ PairsOutcome run_pairs(RegisterJob base, const BatchOptions& b) {
         if (ahead_index < n) ahead = std::async(std::launch::async, read, pairs[ahead_index].params);
         times.lap("read");  // the wait for it; it was read in r.seconds beside the previous pair
         for (const std::string* out : {&pair.params.out_warped, &pair.params.out_field, &pair.params.out_labels,
-                                       &pair.params.out_inverse_field, &pair.params.qc}) {
+                                       &pair.params.out_inverse_field, &pair.params.qc, &pair.params.out_contours}) {
           if (!out->empty()) io::check_output(*out);
         }
         row = register_inputs(pair.params, std::move(r.inputs), times);

@@ -38,7 +38,8 @@ inline void make_output_folder(const std::string& option, const std::string& dir
 // A volume file's name without its folder and extension: "a/oasis01_t1.nii.gz" →
 // "oasis01_t1" (names outputs after inputs).
 inline std::string file_stem(const std::string& path) {
-  std::string name = path.substr(path.find_last_of('/') + 1);
+  const std::string trimmed = path.size() > 1 && path.back() == '/' ? path.substr(0, path.size() - 1) : path;  // a folder
+  std::string name = trimmed.substr(trimmed.find_last_of('/') + 1);
   for (const std::string ext : {".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".nhdr"}) {
     if (name.size() > ext.size() && name.compare(name.size() - ext.size(), ext.size(), ext) == 0) {
       return name.substr(0, name.size() - ext.size());
