@@ -5,19 +5,20 @@
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]
 #
-# Each target (archive, manifest, genotype, transform, volume; default all) runs for
-# SECONDS (default 60) or 10^6 executions, whichever comes first, starting from the seeds
-# autoreg_fuzz_seeds writes and the corpus kept in $AUTOREG_CACHE/fuzz-corpus/<target>
-# (grown run after run, outside the clone). A crash, leak, timeout (10 s) or sanitizer
-# report stops that target; the input is saved as fuzz/regressions/<target>/crash-<sha1>,
-# which ctest then replays in every build (FuzzReplay.<target>) once it is committed.
+# Each target (archive, manifest, genotype, transform, volume, rtstruct; default all)
+# runs for SECONDS (default 60) or 10^6 executions, whichever comes first, starting from
+# the seeds autoreg_fuzz_seeds writes and the corpus kept in
+# $AUTOREG_CACHE/fuzz-corpus/<target> (grown run after run, outside the clone). A crash,
+# leak, timeout (10 s) or sanitizer report stops that target; the input is saved as
+# fuzz/regressions/<target>/crash-<sha1>, which ctest then replays in every build
+# (FuzzReplay.<target>) once it is committed.
 # Prints executions, coverage (edges) and findings per target; exits 1 if any.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(archive manifest genotype transform volume)
+((${#targets[@]})) || targets=(archive manifest genotype transform volume rtstruct)
 "$root/scripts/setup.sh"
 if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1; then
   sudo=""; [[ $(id -u) -eq 0 ]] || sudo="sudo"

@@ -2,6 +2,7 @@
 #include "autoreg/rt/rasterise.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -16,6 +17,19 @@ namespace {
 struct Polygon {
   std::vector<std::array<double, 2>> points;
 };
+
+// A plane's index for messages (a contour may lie 1e300 slices away: no integer cast).
+std::string plane_name(double k) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.0f", k);
+  return text;
+}
+
+// ceil(v) within [lo, hi], clamped before the cast (coordinates may be far beyond the grid).
+int64_t ceil_within(double v, int64_t lo, int64_t hi) {
+  if (std::isnan(v)) return lo;  // inf − inf of points near the largest doubles
+  return int64_t(std::clamp(std::ceil(v), double(lo), double(hi)));
+}
 
 // The contour mapped to voxel coordinates; its slice k, or nothing when that plane is
 // beyond the grid. Throws when a point is off the contour's plane.
@@ -37,7 +51,7 @@ std::optional<int64_t> to_slice(const Contour& contour, const Roi& roi, int inde
       throw DicomError(file + prefix + "ROI '" + roi.name + "' (number " + std::to_string(roi.number) + "), contour " +
                        std::to_string(index + 1) + ": point " + std::to_string(p + 1) + " is " +
                        std::to_string(off * grid.spacing[2]) + " mm off the slice plane k = " +
-                       std::to_string(int64_t(k0)) + " (more than a tenth of the slice spacing, " +
+                       plane_name(k0) + " (more than a tenth of the slice spacing, " +
                        std::to_string(grid.spacing[2]) + " mm): contours must lie on the series' slices");
     }
     polygon.points.push_back({v[0], v[1]});
@@ -61,8 +75,7 @@ void fill_slice(const std::vector<Polygon>& polygons, const Grid& grid, uint8_t*
       if (a[1] == b[1]) continue;  // horizontal: crosses no row by the half-open rule
       const double y_low = std::min(a[1], b[1]), y_high = std::max(a[1], b[1]);
       // Rows j with y_low <= j < y_high.
-      const int64_t j_first = std::max<int64_t>(0, int64_t(std::ceil(y_low)));
-      const int64_t j_end = std::min<int64_t>(ny, int64_t(std::ceil(y_high)));
+      const int64_t j_first = ceil_within(y_low, 0, ny), j_end = ceil_within(y_high, 0, ny);
       const double slope = (b[0] - a[0]) / (b[1] - a[1]);
       for (int64_t j = j_first; j < j_end; ++j) rows[j].push_back(a[0] + (double(j) - a[1]) * slope);
     }
@@ -72,8 +85,7 @@ void fill_slice(const std::vector<Polygon>& polygons, const Grid& grid, uint8_t*
     std::sort(xs.begin(), xs.end());
     for (size_t c = 0; c + 1 < xs.size(); c += 2) {
       // Centres x = i with xs[c] <= i < xs[c + 1].
-      const int64_t i_first = std::max<int64_t>(0, int64_t(std::ceil(xs[c])));
-      const int64_t i_end = std::min<int64_t>(nx, int64_t(std::ceil(xs[c + 1])));
+      const int64_t i_first = ceil_within(xs[c], 0, nx), i_end = ceil_within(xs[c + 1], 0, nx);
       for (int64_t i = i_first; i < i_end; ++i) slice[j * nx + i] = 1;
     }
   }

@@ -101,7 +101,8 @@ void read_contours(DcmDataset& d, const std::string& path, StructureSet& out) {
     }
     const auto color = detail::numbers(item, DCM_ROIDisplayColor, path, describe(*roi) + ": ROIDisplayColor");
     if (color.size() == 3)
-      for (int c = 0; c < 3; ++c) roi->color[c] = std::clamp(int(color[c]), 0, 255);
+      // Clamped before the cast: a binary VR may hold any double.
+      for (int c = 0; c < 3; ++c) roi->color[c] = std::isfinite(color[c]) ? int(std::clamp(color[c], 0.0, 255.0)) : 0;
     std::map<std::string, int> skipped;
     DcmSequenceOfItems* contours = detail::sequence(item, DCM_ContourSequence);
     for (unsigned long c = 0; contours && c < contours->card(); ++c)
