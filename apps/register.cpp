@@ -75,7 +75,7 @@ int run_register(int argc, char** argv) {
   TCLAP::SwitchArg merge("", "merge", "with --pairs: write the run's summary files and index.html in --out-dir from its shards' summaries (registers nothing)", cmd, false);
   TCLAP::SwitchArg allow_missing("", "allow-missing", "with --merge: list pairs that no shard registered as missing instead of refusing", cmd, false);
   TCLAP::ValueArg<std::string> moving_labels("", "moving-labels", "moving label map to warp", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> out_labels("", "out-labels", "warped label map", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> out_labels("", "out-labels", "warped label map (of --moving-labels, or of the structures of --moving-contours, each its ROI number, with a table FILE.csv of label, name and colour)", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> moving_contours("", "moving-contours", "an RT Structure Set (RTSTRUCT .dcm) drawn on the moving DICOM series (--moving: its folder): its structures are carried onto the fixed series; --out-contours writes them", false, "", "RS.dcm", cmd);
   TCLAP::ValueArg<std::string> fixed_contours("", "fixed-contours", "the RT Structure Set drawn on the fixed DICOM series: the summary reports each carried structure's Dice against the one of the same name (or the same but for its last _ part)", false, "", "RS.dcm", cmd);
   TCLAP::ValueArg<std::string> out_contours("", "out-contours", "with --moving-contours: a new RT Structure Set on the fixed DICOM series (--fixed: its folder), the structures carried by the registration", false, "", "RS.dcm", cmd);
@@ -135,8 +135,9 @@ int run_register(int argc, char** argv) {
     for (const auto* a : std::initializer_list<const TCLAP::Arg*>{&fixed, &moving, &out_warped, &out_field}) {
       if (!a->isSet()) throw UsageError("--" + a->getName() + " is required (or --pairs for many pairs)");
     }
-    if (p.moving_labels.empty() != p.out_labels.empty()) {
-      throw UsageError("--moving-labels and --out-labels go together");
+    if (!p.moving_labels.empty() && p.out_labels.empty()) throw UsageError("--moving-labels and --out-labels go together");
+    if (!p.out_labels.empty() && p.moving_labels.empty() && p.moving_contours.empty()) {
+      throw UsageError("--out-labels writes the warped --moving-labels, or the structures of --moving-contours");
     }
     if (p.fixed_points.empty() != p.moving_points.empty()) throw UsageError("--fixed-points and --moving-points go together");
     if (p.moving_contours.empty() && (!p.out_contours.empty() || !p.fixed_contours.empty())) {

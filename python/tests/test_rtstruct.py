@@ -219,3 +219,24 @@ def test_a_pairs_file_carries_contours(tmp_path):
     summary = json.loads((tmp_path / "out" / "planct_to_cbct02.json").read_text())
     assert summary["contours"]["written"] == str(tmp_path / "out" / "planct_to_cbct02_contours.dcm")
     assert (tmp_path / "out" / "planct_to_cbct02_contours.dcm").is_file()
+
+
+def test_the_structures_as_a_label_map_with_their_table(tmp_path):
+    import csv
+
+    import SimpleITK as sitk
+
+    summary = json.loads(run_cli(
+        "register", "--fixed", DICOM / "cbct02", "--moving", DICOM / "planct",
+        "--moving-contours", DICOM / "planct_rtstruct.dcm", "--out-labels", tmp_path / "labels.nii.gz",
+        "--out-warped", tmp_path / "warped.nii.gz", "--out-field", tmp_path / "field.nii.gz",
+        "--iterations", "10,10,5", "--affine-iterations", "10,10", "--json", "--threads", "2").stdout)
+    table = {int(r["label"]): r for r in csv.DictReader(open(tmp_path / "labels.csv"))}
+    structures = {s["number"]: s for s in summary["contours"]["structures"]}
+    assert {n: t["name"] for n, t in table.items()} == {n: s["name"] for n, s in structures.items()}
+    image = sitk.ReadImage(str(tmp_path / "labels.nii.gz"))
+    labels = sitk.GetArrayFromImage(image)
+    voxel_ml = np.prod(image.GetSpacing()) / 1000
+    for number, s in structures.items():
+        if s["name"].startswith("LUNG"):  # overlapped by no other structure
+            assert abs((labels == number).sum() * voxel_ml - s["volume_carried_ml"]) < 0.02 * s["volume_carried_ml"], s

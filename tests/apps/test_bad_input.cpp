@@ -184,6 +184,8 @@ TEST_F(BadInput, EveryCaseOfTheReadmesTable) {
        {"{d}/labels_elsewhere.nii.gz: ", "grid"}, kRegisterOutputs},
       {"contours on an image that is no DICOM series", reg("fixed.nii.gz", "moving.nii.gz", " --moving-contours {d}/rs.dcm --out-contours {d}/c.dcm"), 2,
        {"{d}/rs.dcm: an RT Structure Set is drawn on a DICOM series", "{d}/moving.nii.gz is a file"}, {"{d}/w.nii.gz", "{d}/f.nii.gz", "{d}/c.dcm"}},
+      {"labels out from nothing", reg("fixed.nii.gz", "moving.nii.gz", " --out-labels {d}/l.nii.gz"), 1,
+       {"--out-labels writes the warped --moving-labels, or the structures of --moving-contours"}, kRegisterOutputs},
       {"contours out without contours in", reg("fixed.nii.gz", "moving.nii.gz", " --out-contours {d}/c.dcm"), 1,
        {"--out-contours writes the structures carried from --moving-contours"}, {"{d}/w.nii.gz", "{d}/f.nii.gz", "{d}/c.dcm"}},
       {"output is a folder", "register --fixed {d}/fixed.nii.gz --moving {d}/moving.nii.gz --out-warped {d}/a_folder --out-field {d}/f.nii.gz", 2,

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "autoreg/base/atomic_file.h"
 #include "autoreg/io/grid.h"
 #include "autoreg/io/mapped.h"
 #include "autoreg/pipeline/register_job.h"
@@ -56,6 +57,7 @@ rt::DicomSeries series_for(const std::string& file, const char* what, const std:
 
 constexpr const char* kDrawnOn = "an RT Structure Set is drawn on";
 constexpr const char* kWrittenOn = "a DICOM output is written on";
+constexpr const char* kCarriedOnto = "an RT Structure Set is carried onto";
 
 double voxel_ml(const io::Geometry& g) { return g.spacing[0] * g.spacing[1] * g.spacing[2] / 1000.0; }
 
@@ -92,7 +94,11 @@ Carried carry(const rt::Roi& roi, const PairContours& pair, const io::Geometry& 
   std::vector<uint8_t> drawn = rt::rasterise(roi, pair.moving_series.grid, pair.moving_file).mask;
   const detail::MovingBox part = detail::moving_box(drawn, moving_grid);
   c.drawn_ml = double(part.voxels) * voxel_ml(moving_grid);
-  if (part.box.empty()) return c;
+  if (part.box.empty()) {  // no contour on the moving grid's slices
+    c.sampled_half.assign(size_t(fixed_grid.size[0] * fixed_grid.size[1] * fixed_grid.size[2]), 0);
+    c.as_drawn = c.sampled_half;
+    return c;
+  }
   const detail::OnBox share = detail::sampled_on_box(part, pair.moving_series.grid, pair.fixed_series.grid, fixed_grid,
                                                      reach, displacement);
   c.carried_ml = share.values.sum().item<double>() * voxel_ml(fixed_grid);
@@ -104,6 +110,7 @@ Carried carry(const rt::Roi& roi, const PairContours& pair, const io::Geometry& 
         detail::sampled_on_box(part, pair.moving_series.grid, pair.fixed_series.grid, fixed_grid, {0, 0, 0}, at::Tensor()),
         fixed_grid);
   }
+  if (share.box.empty()) return c;  // mapped wholly outside the fixed image: no contour
   const rt::DicomSeries on = detail::cropped_series(pair.fixed_series, share.box);
   c.roi.contours = rt::contours_from_volume(share.values.data_ptr<float>(), on, 0.5);
   // The box's outer layer is empty but where it is the grid's own edge.
@@ -123,14 +130,31 @@ PairContours read_contours(const RegisterJob& job, const io::Geometry& moving_gr
   }
   if (!c.fixed_file.empty()) {
     c.fixed_series = series_for(c.fixed_file, kDrawnOn, job.fixed, fixed_grid);
-  } else if (!job.out_contours.empty() || names_dicom_folder(job.out_warped)) {
-    c.fixed_series = series_for(job.out_contours.empty() ? job.out_warped : job.out_contours, kWrittenOn, job.fixed, fixed_grid);
+  } else if (!c.moving_file.empty()) {  // the structures are contoured on its slices
+    c.fixed_series = series_for(c.moving_file, kCarriedOnto, job.fixed, fixed_grid);
+  } else if (names_dicom_folder(job.out_warped)) {
+    c.fixed_series = series_for(job.out_warped, kWrittenOn, job.fixed, fixed_grid);
   }
   if (!c.fixed_file.empty()) {
     c.fixed = rt::read_structure_set(c.fixed_file);
     rt::check_references(c.fixed, c.fixed_series, c.fixed_file, job.fixed);
   }
   return c;
+}
+
+// The carried structures as one label map (each its ROI number), the larger first, so a
+// structure inside another (an organ inside the body's outline) keeps its voxels.
+at::Tensor label_map(std::vector<std::pair<double, Carried>>& carried, const io::Geometry& grid) {
+  std::sort(carried.begin(), carried.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  const auto& n = grid.size;
+  at::Tensor labels = at::zeros({1, 1, n[2], n[1], n[0]}, at::kInt);
+  int32_t* l = labels.data_ptr<int32_t>();
+  for (const auto& [volume, one] : carried) {
+    for (size_t v = 0; v < one.sampled_half.size(); ++v) {
+      if (one.sampled_half[v]) l[v] = one.roi.number;
+    }
+  }
+  return labels;
 }
 
 }  // namespace
@@ -185,9 +209,10 @@ PairContours read_pair_contours(const RegisterJob& job, const io::Geometry& movi
 }
 
 CarriedContours carry_contours(const PairContours& c, const io::Geometry& moving_grid, const io::Geometry& fixed_grid,
-                               const at::Tensor& displacement) {
+                               const at::Tensor& displacement, bool labels) {
   c10::AutoGradMode no_grad(false);
   CarriedContours out;
+  std::vector<std::pair<double, Carried>> painted;  // with `labels`: each structure by its volume
   out.summary = nlohmann::json::array();
   // How far the field moves a voxel at most along i, j, k (its channels are k, j, i).
   const at::Tensor most = displacement.abs().amax({0, 2, 3, 4}).to(at::kDouble).contiguous();
@@ -218,9 +243,37 @@ CarriedContours carry_contours(const PairContours& c, const io::Geometry& moving
       s["dice_label_map"] = dice(one.sampled_half, reference);
     }
     out.summary.push_back(std::move(s));
-    out.rois.push_back(std::move(one.roi));
+    out.rois.push_back(one.roi);
+    if (labels) painted.emplace_back(one.carried_ml, std::move(one));
   }
+  if (labels) out.labels = label_map(painted, fixed_grid);
   return out;
+}
+
+std::string label_table_path(const std::string& labels) {
+  std::string stem = labels;
+  for (const std::string ext : {".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".nhdr"}) {
+    if (stem.size() > ext.size() && stem.compare(stem.size() - ext.size(), ext.size(), ext) == 0) {
+      stem.resize(stem.size() - ext.size());
+      break;
+    }
+  }
+  return stem + ".csv";
+}
+
+void write_label_table(const std::string& path, const CarriedContours& carried) {
+  std::string text = "label,name,red,green,blue\n";
+  for (const rt::Roi& roi : carried.rois) {
+    std::string name = roi.name;
+    if (name.find_first_of(",\"\n") != std::string::npos) {
+      std::string quoted = "\"";
+      for (char ch : name) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch == '\n' ? ' ' : ch);
+      name = quoted + "\"";
+    }
+    text += std::to_string(roi.number) + "," + name + "," + std::to_string(roi.color[0]) + "," +
+            std::to_string(roi.color[1]) + "," + std::to_string(roi.color[2]) + "\n";
+  }
+  base::write_file_atomically(path, text);
 }
 
 void write_carried_contours(const std::string& path, const PairContours& c, const CarriedContours& carried) {

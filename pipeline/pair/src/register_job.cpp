@@ -389,7 +389,9 @@ nlohmann::json register_inputs(RegisterJob p, PairInputs in, StageTimes& times) 
   CarriedContours carried;
   nlohmann::json contours;
   if (in.contours.carried()) {
-    carried = carry_contours(in.contours, in.moving.geometry, in.fixed.geometry, r.displacement);
+    // --out-labels without --moving-labels: the structures as a label map.
+    carried = carry_contours(in.contours, in.moving.geometry, in.fixed.geometry, r.displacement,
+                             !p.out_labels.empty() && p.moving_labels.empty());
     contours = {{"moving", in.contours.moving_file}, {"structures", carried.summary}};
     if (!in.contours.fixed_file.empty()) contours["fixed"] = in.contours.fixed_file;
     if (!p.out_contours.empty()) contours["written"] = p.out_contours;
@@ -404,7 +406,13 @@ nlohmann::json register_inputs(RegisterJob p, PairInputs in, StageTimes& times) 
     }
   });
   outputs.write(p.out_field, [&] { io::write_displacement_field(p.out_field, r.displacement, in.fixed.geometry); });
-  if (!p.out_labels.empty()) {
+  if (!p.out_labels.empty() && carried.labels.defined()) {
+    outputs.write(p.out_labels, [&] { io::write_volume(p.out_labels, {carried.labels, in.fixed.geometry}); });
+    const std::string table = label_table_path(p.out_labels);
+    outputs.write(table, [&] { write_label_table(table, carried); });
+    contours["labels"] = p.out_labels;
+    contours["label_table"] = table;
+  } else if (!p.out_labels.empty()) {
     outputs.write(p.out_labels, [&] { io::write_volume(p.out_labels, out.warped_labels); });
   }
   if (!p.out_affine.empty()) {

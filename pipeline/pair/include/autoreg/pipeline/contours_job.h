@@ -42,12 +42,20 @@ PairContours read_pair_contours(const RegisterJob& job, const io::Geometry& movi
 // volume drawn and on the fixed grid, the share that left the fixed field of view, the
 // contours written; with fixed structures, the Dice of the carried structure (as the
 // written contours rasterise again) against the fixed one of the same name.
+// With `labels`: the carried structures also as one label map on the fixed grid (int32,
+// each structure its ROI number; where structures overlap, the smaller one's).
 struct CarriedContours {
   std::vector<rt::Roi> rois;
   nlohmann::json summary;
+  at::Tensor labels;
 };
 CarriedContours carry_contours(const PairContours& contours, const io::Geometry& moving_grid,
-                               const io::Geometry& fixed_grid, const at::Tensor& displacement);
+                               const io::Geometry& fixed_grid, const at::Tensor& displacement, bool labels = false);
+
+// The table beside a label map of carried structures (`labels.nii.gz` → `labels.csv`):
+// label, name and colour of each structure.
+std::string label_table_path(const std::string& labels);
+void write_label_table(const std::string& path, const CarriedContours& carried);
 
 // Whether `path` names a DICOM series folder to write (`--out-warped DIR/`): it ends with
 // '/'.
