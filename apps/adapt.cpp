@@ -22,6 +22,7 @@
 #include "autoreg/pipeline/adapt_job.h"
 #include "autoreg/pipeline/run_loop.h"
 #include "exit_codes.h"
+#include "parse.h"
 #include "run_args.h"
 
 namespace autoreg::apps {
@@ -43,7 +44,7 @@ int run_adapt(int argc, char** argv) {
   TCLAP::ValueArg<int64_t> validate_every("", "validate-every", "steps between validations, with labelled val rows (default 50)", false, d.validate_every, "N", cmd);
   ModelRunArgs run(cmd, "JSON-lines log");
   cmd.setExceptionHandling(false);
-  cmd.parse(argc, argv);
+  parse(cmd, argc, argv);
 
   pipeline::AdaptSettings s;
   s.model = model.getValue();

@@ -15,6 +15,7 @@
 
 #include "autoreg/pipeline/apply_job.h"
 #include "common_args.h"
+#include "parse.h"
 #include "exit_codes.h"
 #include "options.h"
 
@@ -40,7 +41,7 @@ int run_apply(int argc, char** argv) {
       false, "", "CODE", cmd);
   TCLAP::ValueArg<std::string> qc("", "qc", "a picture to check the result (PNG): the reference and the warped volume in three orthogonal slices, and the field's log Jacobian", false, "", "FILE.png", cmd);
   cmd.setExceptionHandling(false);
-  cmd.parse(argc, argv);
+  parse(cmd, argc, argv);
   if (points.isSet()) {
     for (const TCLAP::Arg* a : std::initializer_list<const TCLAP::Arg*>{&moving, &reference, &interpolation, &moving_orientation, &qc}) {
       if (a->isSet()) throw UsageError("--" + a->getName() + " is for images; --points moves points");

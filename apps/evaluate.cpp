@@ -16,6 +16,7 @@
 
 #include "autoreg/pipeline/evaluate_job.h"
 #include "common_args.h"
+#include "parse.h"
 #include "exit_codes.h"
 #include "options.h"
 
@@ -84,7 +85,7 @@ int run_evaluate(int argc, char** argv) {
   TCLAP::SwitchArg json("", "json", "print JSON (with each point's error)", cmd, false);
   TCLAP::SwitchArg csv("", "csv", "print CSV", cmd, false);
   cmd.setExceptionHandling(false);
-  cmd.parse(argc, argv);
+  parse(cmd, argc, argv);
   if (json.isSet() && csv.isSet()) throw UsageError("--json and --csv exclude each other");
   if (fixed.isSet() != warped.isSet()) throw UsageError("--fixed-labels and --warped-labels go together");
   if (fixed_points.isSet() != moving_points.isSet()) throw UsageError("--fixed-points and --moving-points go together");

@@ -13,6 +13,7 @@
 
 #include "autoreg/pipeline/pack_job.h"
 #include "common_args.h"
+#include "parse.h"
 #include "exit_codes.h"
 #include "options.h"
 
@@ -30,7 +31,7 @@ int run_pack(int argc, char** argv) {
   TCLAP::ValueArg<double> max_unreadable("", "max-unreadable", "share of rows that may be unreadable (reported and skipped; default 0)", false, 0, "F", cmd);
   ThreadsArg threads(cmd);
   cmd.setExceptionHandling(false);
-  cmd.parse(argc, argv);
+  parse(cmd, argc, argv);
 
   pipeline::PackJob job;
   job.manifest = manifest.getValue();

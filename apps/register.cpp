@@ -25,6 +25,7 @@
 #include "autoreg/pipeline/register_pair.h"
 #include "autoreg/pipeline/register_pairs.h"
 #include "common_args.h"
+#include "parse.h"
 #include "exit_codes.h"
 #include "options.h"
 #include "registration_args.h"
@@ -94,7 +95,7 @@ int run_register(int argc, char** argv) {
   TCLAP::SwitchArg json("", "json", "print a JSON summary", cmd, false);
   TCLAP::SwitchArg strict("", "strict", "exit with code 6 when a failure check warns (the result worse than the start on what both scans show, an affine beyond the preset's limits, folding over 1 %); the outputs are written either way; with --pairs, when it warns on any pair that did not fail (failures give 5 first)", cmd, false);
   cmd.setExceptionHandling(false);
-  cmd.parse(argc, argv);
+  parse(cmd, argc, argv);
 
   pipeline::RegisterJob p;
   p.fixed = fixed.getValue();

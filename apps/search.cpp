@@ -22,6 +22,7 @@
 #include "autoreg/pipeline/search_job.h"
 #include "autoreg/pipeline/run_loop.h"
 #include "common_args.h"
+#include "parse.h"
 #include "exit_codes.h"
 #include "options.h"
 #include "scale_out.h"
@@ -90,7 +91,7 @@ int run_search(int argc, char** argv) {
   TCLAP::ValueArg<uint64_t> seed("", "seed", "random seed (default 0)", false, 0, "S", cmd);
   TCLAP::SwitchArg resume("", "resume", "continue the search (or its retraining) in DIR from its checkpoint", cmd, false);
   cmd.setExceptionHandling(false);
-  cmd.parse(argc, argv);
+  parse(cmd, argc, argv);
 
   pipeline::SearchSettings s;
   s.manifest = manifest.getValue();

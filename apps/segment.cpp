@@ -18,6 +18,7 @@
 
 #include "autoreg/pipeline/segment_job.h"
 #include "common_args.h"
+#include "parse.h"
 #include "exit_codes.h"
 #include "options.h"
 #include "registration_args.h"
@@ -51,7 +52,7 @@ int run_segment(int argc, char** argv) {
   ThreadsArg threads(cmd);
   TCLAP::SwitchArg json("", "json", "print a JSON summary", cmd, false);
   cmd.setExceptionHandling(false);
-  cmd.parse(argc, argv);
+  parse(cmd, argc, argv);
 
   pipeline::SegmentJob p;
   p.atlases = atlases.getValue();

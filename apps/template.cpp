@@ -11,6 +11,7 @@
 
 #include "autoreg/pipeline/template_job.h"
 #include "common_args.h"
+#include "parse.h"
 #include "exit_codes.h"
 #include "registration_args.h"
 #include "scale_out.h"
@@ -37,7 +38,7 @@ int run_template(int argc, char** argv) {
   ThreadsArg threads(cmd, 0, "CPU threads of each process (default: all; with --nproc, the cores shared among the ranks)");
   ScaleOutArgs scale(cmd);
   cmd.setExceptionHandling(false);
-  cmd.parse(argc, argv);
+  parse(cmd, argc, argv);
 
   pipeline::TemplateSettings s;
   s.images = images.getValue();

@@ -21,6 +21,7 @@
 #include "autoreg/pipeline/train_job.h"
 #include "autoreg/pipeline/run_loop.h"
 #include "exit_codes.h"
+#include "parse.h"
 #include "options.h"
 #include "run_args.h"
 #include "scale_out.h"
@@ -63,7 +64,7 @@ int run_train(int argc, char** argv) {
   TCLAP::SwitchArg sync_checkpoints("", "sync-checkpoints", "write checkpoints in the training thread, not in the background (to measure what that costs)", cmd, false);
   ScaleOutArgs scale(cmd);
   cmd.setExceptionHandling(false);
-  cmd.parse(argc, argv);
+  parse(cmd, argc, argv);
 
   pipeline::TrainSettings s;
   s.manifest = manifest.getValue();

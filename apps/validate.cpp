@@ -18,6 +18,7 @@
 #include "autoreg/pipeline/run_loop.h"
 #include "autoreg/pipeline/validate_job.h"
 #include "common_args.h"
+#include "parse.h"
 #include "exit_codes.h"
 
 namespace autoreg::apps {
@@ -29,7 +30,7 @@ int run_validate(int argc, char** argv) {
   ThreadsArg threads(cmd, 1, "CPU threads (default 1: the training keeps the rest)");
   DeviceArg device(cmd);
   cmd.setExceptionHandling(false);
-  cmd.parse(argc, argv);
+  parse(cmd, argc, argv);
   if (threads.value() < 1) throw UsageError("--threads must be at least 1");
   threads.apply();
   parallel::attach_to_supervisor();  // started by train: ends with it

@@ -35,6 +35,34 @@ TEST_F(Cli, ApplyNearestKeepsLabels) {
   EXPECT_EQ(at::remainder(out, 10).abs().max().item<int>(), 0);
 }
 
+// A mistyped option, in every subcommand, names the option meant: each subcommand's first
+// long option of --help with one letter dropped from its middle.
+TEST_F(Cli, AMistypedOptionNamesTheOneMeant) {
+  EXPECT_NE(run("register --out-feld x.nii.gz").output.find("unknown option --out-feld; did you mean --out-field?"),
+            std::string::npos) << run("register --out-feld x.nii.gz").output;
+  for (const char* sub : {"register", "apply", "evaluate", "segment", "template", "train", "search", "adapt", "validate", "pack"}) {
+    const Result help = run(std::string(sub) + " --help");
+    std::string option;
+    for (size_t at = help.output.find("--"); at != std::string::npos && option.empty(); at = help.output.find("--", at + 2)) {
+      const size_t end = help.output.find_first_not_of("abcdefghijklmnopqrstuvwxyz-", at + 2);
+      const std::string name = help.output.substr(at, end - at);
+      if (name.size() >= 8 && name != "--ignore_rest" && name != "--version" && name != "--help") option = name;
+    }
+    ASSERT_FALSE(option.empty()) << sub << ": " << help.output;
+    std::string typo = option;
+    typo.erase(typo.size() / 2 + 1, 1);
+    const Result r = run(std::string(sub) + " " + typo + " x");
+    EXPECT_EQ(r.code, 1) << sub << " " << typo << ": " << r.output;
+    EXPECT_NE(r.output.find("unknown option " + typo + "; did you mean " + option), std::string::npos)
+        << sub << " " << typo << ": " << r.output;
+  }
+  const Result equals = run("register --iterations=20,10");
+  EXPECT_NE(equals.output.find("an option takes its value after a space: --iterations 20,10"), std::string::npos)
+      << equals.output;
+  const Result far = run("apply --zzzzzzzz 1");
+  EXPECT_NE(far.output.find("unknown option --zzzzzzzz (--help lists the options)"), std::string::npos) << far.output;
+}
+
 TEST_F(Cli, ExitCodesAndMessages) {
   EXPECT_EQ(run("").code, 1);
   EXPECT_EQ(run("frobnicate").code, 1);
