@@ -111,6 +111,22 @@ void put(DcmItem& item, const DcmTagKey& tag, const std::string& value) {
                              value + "': " + status.text());
 }
 
+void put_patient_study(DcmItem& d, const DicomSeries& on) {
+  const PatientStudy& p = on.patient;
+  if (!p.specific_character_set.empty()) put(d, DCM_SpecificCharacterSet, p.specific_character_set);
+  put(d, DCM_PatientName, p.patient_name);
+  put(d, DCM_PatientID, p.patient_id);
+  put(d, DCM_PatientBirthDate, p.patient_birth_date);
+  put(d, DCM_PatientSex, p.patient_sex);
+  put(d, DCM_StudyInstanceUID, on.study_uid);
+  put(d, DCM_StudyDate, p.study_date);
+  put(d, DCM_StudyTime, p.study_time);
+  put(d, DCM_StudyID, p.study_id);
+  put(d, DCM_AccessionNumber, p.accession_number);
+  put(d, DCM_ReferringPhysicianName, p.referring_physician_name);
+  if (!p.study_description.empty()) put(d, DCM_StudyDescription, p.study_description);
+}
+
 DcmItem& append_item(DcmItem& item, const DcmTagKey& tag) {
   DcmItem* added = nullptr;
   const OFCondition status = item.findOrCreateSequenceItem(tag, added, -2);

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "autoreg/rt/series.h"
+
 namespace autoreg::rt::detail {
 
 // Throws DicomError "<file>: <what>".
@@ -37,6 +39,10 @@ DcmSequenceOfItems* sequence(DcmItem& item, const DcmTagKey& tag);
 
 // Sets an element (replacing it); std::runtime_error when DCMTK refuses the value.
 void put(DcmItem& item, const DcmTagKey& tag, const std::string& value);
+
+// The Patient and General Study modules of `on` (and its character set), so that a new
+// object files under the series' patient and study.
+void put_patient_study(DcmItem& item, const DicomSeries& on);
 
 // Appends a new item to the sequence `tag` of `item` (creating the sequence).
 DcmItem& append_item(DcmItem& item, const DcmTagKey& tag);

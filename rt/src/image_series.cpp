@@ -105,25 +105,12 @@ std::string derivation(const DicomSeries& on, const ImageSeriesInfo& info) {
 // Position and Pixel Data).
 void put_common(DcmDataset& d, const DicomSeries& on, const ImageSeriesInfo& info, const std::string& series_uid,
                 const SourceHeader& source, const std::pair<std::string, std::string>& now) {
-  const PatientStudy& p = on.patient;
   const Grid& g = on.grid;
-  if (!p.specific_character_set.empty()) put(d, DCM_SpecificCharacterSet, p.specific_character_set);
   put(d, DCM_ImageType, "DERIVED\\SECONDARY\\AXIAL");
   put(d, DCM_SOPClassUID, UID_CTImageStorage);
   put(d, DCM_InstanceCreationDate, now.first);
   put(d, DCM_InstanceCreationTime, now.second);
-  // Patient and General Study: the series', so that the new series files under its study.
-  put(d, DCM_PatientName, p.patient_name);
-  put(d, DCM_PatientID, p.patient_id);
-  put(d, DCM_PatientBirthDate, p.patient_birth_date);
-  put(d, DCM_PatientSex, p.patient_sex);
-  put(d, DCM_StudyInstanceUID, on.study_uid);
-  put(d, DCM_StudyDate, p.study_date);
-  put(d, DCM_StudyTime, p.study_time);
-  put(d, DCM_StudyID, p.study_id);
-  put(d, DCM_AccessionNumber, p.accession_number);
-  put(d, DCM_ReferringPhysicianName, p.referring_physician_name);
-  if (!p.study_description.empty()) put(d, DCM_StudyDescription, p.study_description);
+  detail::put_patient_study(d, on);  // the series' patient and study: the new series files under them
   // General Series and General Equipment.
   put(d, DCM_Modality, "CT");
   put(d, DCM_SeriesInstanceUID, series_uid);

@@ -38,24 +38,11 @@ std::string at_most(const std::string& s, size_t n) { return s.size() <= n ? s :
 
 void put_patient_study_series(DcmDataset& d, const DicomSeries& on, const WriteInfo& info, const Written& uids,
                               const std::pair<std::string, std::string>& now) {
-  const PatientStudy& p = on.patient;
-  if (!p.specific_character_set.empty()) put(d, DCM_SpecificCharacterSet, p.specific_character_set);
   put(d, DCM_SOPClassUID, UID_RTStructureSetStorage);
   put(d, DCM_SOPInstanceUID, uids.sop_instance_uid);
   put(d, DCM_InstanceCreationDate, now.first);
   put(d, DCM_InstanceCreationTime, now.second);
-  // Patient and General Study: the series', so that the object files under its study.
-  put(d, DCM_PatientName, p.patient_name);
-  put(d, DCM_PatientID, p.patient_id);
-  put(d, DCM_PatientBirthDate, p.patient_birth_date);
-  put(d, DCM_PatientSex, p.patient_sex);
-  put(d, DCM_StudyInstanceUID, on.study_uid);
-  put(d, DCM_StudyDate, p.study_date);
-  put(d, DCM_StudyTime, p.study_time);
-  put(d, DCM_StudyID, p.study_id);
-  put(d, DCM_AccessionNumber, p.accession_number);
-  put(d, DCM_ReferringPhysicianName, p.referring_physician_name);
-  if (!p.study_description.empty()) put(d, DCM_StudyDescription, p.study_description);
+  detail::put_patient_study(d, on);  // the series' patient and study: the object files under them
   // RT Series and General Equipment.
   put(d, DCM_Modality, "RTSTRUCT");
   put(d, DCM_SeriesInstanceUID, uids.series_uid);

@@ -10,6 +10,7 @@
 #include "autoreg/base/atomic_file.h"
 #include "autoreg/io/grid.h"
 #include "autoreg/io/mapped.h"
+#include "autoreg/pipeline/output_files.h"
 #include "autoreg/pipeline/register_job.h"
 #include "autoreg/rt/contours.h"
 #include "autoreg/rt/errors.h"
@@ -251,14 +252,7 @@ CarriedContours carry_contours(const PairContours& c, const io::Geometry& moving
 }
 
 std::string label_table_path(const std::string& labels) {
-  std::string stem = labels;
-  for (const std::string ext : {".nii.gz", ".nii", ".mha", ".mhd", ".nrrd", ".nhdr"}) {
-    if (stem.size() > ext.size() && stem.compare(stem.size() - ext.size(), ext.size(), ext) == 0) {
-      stem.resize(stem.size() - ext.size());
-      break;
-    }
-  }
-  return stem + ".csv";
+  return (std::filesystem::path(labels).parent_path() / (file_stem(labels) + ".csv")).string();
 }
 
 void write_label_table(const std::string& path, const CarriedContours& carried) {
