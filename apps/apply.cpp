@@ -1,4 +1,4 @@
-// autoreg apply --field D --moving X --reference R --out Y [--interpolation linear|nearest]
+// autoreg apply --field D --moving X [--reference R] --out Y [--interpolation linear|nearest]
 //               [--qc qc.png]
 // autoreg apply --field D --points P --out Q [--points-grid IMG --points-index-base 0|1]
 //
@@ -27,7 +27,7 @@ int run_apply(int argc, char** argv) {
                      ' ', "0.1");
   TCLAP::ValueArg<std::string> field("", "field", "displacement field (ITK vector image or .h5 DisplacementFieldTransform), or an affine (.tfm, .txt, .mat)", true, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> moving("", "moving", "image or label map to warp", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> reference("", "reference", "fixed image: the output grid", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> reference("", "reference", "fixed image: the output grid; default: the displacement field's own grid (an affine carries no grid: give it)", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> out("", "out", "warped output (with --points: the moved points, in LPS mm, in the format its name says)", true, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> points("", "points", "instead of --moving: points of the fixed image (.csv LPS as ANTs, elastix .txt/.pts, .vtk, Slicer .fcsv/.mrk.json, a voxel-index list) to carry into the moving image", false, "", "FILE", cmd);
   PointIndexArgs point_index(cmd);
@@ -52,7 +52,10 @@ int run_apply(int argc, char** argv) {
     std::printf("wrote %s\n", job.out.c_str());
     return kOk;
   }
-  if (!moving.isSet() || !reference.isSet()) throw UsageError("--moving and --reference are required (or --points)");
+  if (!moving.isSet()) throw UsageError("--moving is required (the image or label map to warp), or --points");
+  if (qc.isSet() && !reference.isSet()) {
+    throw UsageError("--qc draws the result beside the fixed image: give it as --reference");
+  }
   if (point_index.is_set()) throw UsageError("--points-grid and --points-index-base go with --points");
 
   pipeline::ApplyJob p{field.getValue(), moving.getValue(), reference.getValue(), out.getValue(),

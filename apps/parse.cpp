@@ -4,6 +4,7 @@
 #include <numeric>
 
 #include "autoreg/base/errors.h"
+#include "help.h"
 
 namespace autoreg::apps {
 namespace {
@@ -39,6 +40,13 @@ std::vector<std::string> closest_options(const std::string& option, const std::v
 }
 
 void parse(TCLAP::CmdLine& cmd, int argc, char** argv) {
+  // --help lists the options in groups (help.h); the object outlives the parse, which is
+  // the only time TCLAP prints.
+  static GroupedHelp help("");
+  std::string name = argc > 0 ? argv[0] : "";
+  if (name.rfind("autoreg ", 0) == 0) name = name.substr(8);
+  help = GroupedHelp(name);
+  cmd.setOutput(&help);
   try {
     cmd.parse(argc, argv);
   } catch (const TCLAP::CmdLineParseException& e) {

@@ -1,4 +1,4 @@
-// autoreg register --fixed F --moving M --out-warped W --out-field D
+// autoreg register --fixed F --moving M [--out-warped W] [--out-field D] (at least one output, or --json)
 //                  [--moving-labels L --out-labels WL] [--out-affine A.tfm]
 //                  [--out-inverse-field DI] [--fixed-labels FL] [--qc qc.png]
 //                  [--affine-only | --no-affine] [--similarity ncc|mse|mind]
@@ -18,8 +18,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "autoreg/pipeline/register_job.h"
 #include "autoreg/pipeline/register_pair.h"
@@ -50,6 +52,19 @@ void print_contours(const nlohmann::json& contours) {
     }
     std::printf("\n");
   }
+}
+
+// "wrote W, F and L": the outputs asked for, in the order of the options.
+std::string written_line(const pipeline::RegisterJob& p) {
+  std::vector<std::string> names;
+  for (const std::string* out : {&p.out_warped, &p.out_field, &p.out_labels, &p.out_contours, &p.out_affine,
+                                 &p.out_inverse_field, &p.qc}) {
+    if (!out->empty()) names.push_back(*out);
+  }
+  if (names.empty()) return "registered (no output file asked for)";
+  std::string line = "wrote " + names.front();
+  for (size_t i = 1; i < names.size(); ++i) line += (i + 1 == names.size() ? " and " : ", ") + names[i];
+  return line;
 }
 
 }  // namespace
@@ -133,8 +148,16 @@ int run_register(int argc, char** argv) {
     for (const auto* a : std::initializer_list<const TCLAP::Arg*>{&out_dir, &resume, &inverse, &shard, &merge, &allow_missing}) {
       if (a->isSet()) throw UsageError("--" + a->getName() + " goes with --pairs");
     }
-    for (const auto* a : std::initializer_list<const TCLAP::Arg*>{&fixed, &moving, &out_warped, &out_field}) {
+    for (const auto* a : std::initializer_list<const TCLAP::Arg*>{&fixed, &moving}) {
       if (!a->isSet()) throw UsageError("--" + a->getName() + " is required (or --pairs for many pairs)");
+    }
+    // Any one output will do: only the warped image, only the labels, only the summary.
+    const std::initializer_list<const TCLAP::Arg*> outputs{&out_warped, &out_field, &out_labels, &out_contours,
+                                                           &out_affine, &out_inverse_field, &qc, &json};
+    if (std::none_of(outputs.begin(), outputs.end(), [](const TCLAP::Arg* a) { return a->isSet(); })) {
+      throw UsageError("nothing to write: give --out-warped FILE (the moving image on the fixed grid), --out-field FILE "
+                       "(the displacement field), --out-labels, --out-contours, --out-affine, --out-inverse-field, "
+                       "--qc or --json (the summary only)");
     }
     if (!p.moving_labels.empty() && p.out_labels.empty()) throw UsageError("--moving-labels and --out-labels go together");
     if (!p.out_labels.empty() && p.moving_labels.empty() && p.moving_contours.empty()) {
@@ -190,8 +213,7 @@ int run_register(int argc, char** argv) {
     // What --preset auto chose (or the preset given), and why (--json: preset_choice).
     const auto& choice = summary["preset_choice"];
     std::printf("preset %s: %s\n", choice["name"].get<std::string>().c_str(), choice["reason"].get<std::string>().c_str());
-    std::printf("wrote %s and %s in %.1f s; %.3f %% of voxels fold\n", p.out_warped.c_str(),
-                p.out_field.c_str(), summary["seconds"].get<double>(),
+    std::printf("%s in %.1f s; %.3f %% of voxels fold\n", written_line(p).c_str(), summary["seconds"].get<double>(),
                 summary["non_positive_jacobian_percent"].get<double>());
     if (!summary["tre"].is_null()) {
       const auto& t = summary["tre"];

@@ -63,6 +63,53 @@ TEST_F(Cli, AMistypedOptionNamesTheOneMeant) {
   EXPECT_NE(far.output.find("unknown option --zzzzzzzz (--help lists the options)"), std::string::npos) << far.output;
 }
 
+// apply without --reference samples onto the field's own grid (the fixed image's, as
+// register wrote it): the same voxels as with the reference given. An affine has no grid.
+TEST_F(Cli, ApplyTakesTheGridFromTheField) {
+  ASSERT_EQ(run("apply --field " + path("field.nii.gz") + " --moving " + path("moving.nii.gz") + " --reference " +
+                path("moving.nii.gz") + " --out " + path("with.nii.gz")).code, 0);
+  const Result r = run("apply --field " + path("field.nii.gz") + " --moving " + path("moving.nii.gz") + " --out " +
+                       path("without.nii.gz"));
+  ASSERT_EQ(r.code, 0) << r.output;
+  const io::Volume with = io::read_volume(path("with.nii.gz")), without = io::read_volume(path("without.nii.gz"));
+  EXPECT_TRUE(at::equal(with.data, without.data));
+  EXPECT_EQ(with.geometry.size, without.geometry.size);
+  EXPECT_EQ(with.geometry.direction, without.geometry.direction);
+  std::ofstream(path("a.tfm")) << "#Insight Transform File V1.0\n#Transform 0\nTransform: AffineTransform_double_3_3\n"
+                                  "Parameters: 1 0 0 0 1 0 0 0 1 0 0 0\nFixedParameters: 0 0 0\n";
+  const Result affine = run("apply --field " + path("a.tfm") + " --moving " + path("moving.nii.gz") + " --out " +
+                            path("o.nii.gz"));
+  EXPECT_EQ(affine.code, 2) << affine.output;
+  EXPECT_NE(affine.output.find("an affine transform carries no output grid: give the fixed image as --reference"),
+            std::string::npos) << affine.output;
+  const Result qc = run("apply --field " + path("field.nii.gz") + " --moving " + path("moving.nii.gz") + " --out " +
+                        path("o.nii.gz") + " --qc " + path("q.png"));
+  EXPECT_EQ(qc.code, 1) << qc.output;
+  EXPECT_NE(qc.output.find("--qc draws the result beside the fixed image: give it as --reference"), std::string::npos)
+      << qc.output;
+  EXPECT_FALSE(fs::exists(path("o.nii.gz")));
+}
+
+// --help lists a subcommand's options in groups, the presets as a table.
+TEST_F(Cli, HelpListsTheOptionsInGroups) {
+  const Result r = run("register --help");
+  ASSERT_EQ(r.code, 0) << r.output;
+  size_t at = 0;
+  for (const char* group : {"Inputs:\n  --fixed <FILE>", "Outputs:\n  --out-warped", "Presets and models:",
+                            "\n          ct-cbct    a planning CT", "Settings:\n  --similarity", "Running:"}) {
+    const size_t found = r.output.find(group, at);
+    EXPECT_NE(found, std::string::npos) << group << " after " << at << ": " << r.output;
+    if (found != std::string::npos) at = found;
+  }
+  for (const char* sub : {"apply", "evaluate", "segment", "template", "train", "search", "adapt", "validate", "pack"}) {
+    const Result h = run(std::string(sub) + " --help");
+    EXPECT_EQ(h.code, 0) << sub;
+    EXPECT_NE(h.output.find(std::string("Usage: autoreg ") + sub), std::string::npos) << h.output;
+    EXPECT_NE(h.output.find("Inputs:\n"), std::string::npos) << h.output;
+    if (std::string(sub) != "validate") EXPECT_NE(h.output.find("Outputs:\n"), std::string::npos) << h.output;
+  }
+}
+
 TEST_F(Cli, ExitCodesAndMessages) {
   EXPECT_EQ(run("").code, 1);
   EXPECT_EQ(run("frobnicate").code, 1);

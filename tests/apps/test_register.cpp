@@ -66,6 +66,23 @@ TEST_F(Cli, RegisterAlignsASyntheticPair) {
   ASSERT_EQ(run("register --regularizer tv --iterations 40,40" + pair + path("w5.nii.gz")).code, 0);
   EXPECT_LT(inner(fixed - io::read_volume(path("w5.nii.gz")).data).pow(2).mean().item<double>(), 0.5 * before);
   EXPECT_EQ(run("register --regularizer elastic" + pair + path("w6.nii.gz")).code, 1);
+  // Any one output will do: only the warped image, only the labels, only the summary;
+  // none at all is a usage error that lists them.
+  const std::string inputs = " --no-affine --similarity mse --iterations 10,10 --fixed " + path("f.nii.gz") +
+                             " --moving " + path("m.nii.gz");
+  Result only = run("register" + inputs + " --out-warped " + path("only_w.nii.gz"));
+  ASSERT_EQ(only.code, 0) << only.output;
+  EXPECT_NE(only.output.find("wrote " + path("only_w.nii.gz") + " in "), std::string::npos) << only.output;
+  only = run("register" + inputs + " --moving-labels " + path("ml.nii.gz") + " --out-labels " + path("only_l.nii.gz"));
+  ASSERT_EQ(only.code, 0) << only.output;
+  EXPECT_TRUE(fs::exists(path("only_l.nii.gz")));
+  only = run("register --json" + inputs);
+  ASSERT_EQ(only.code, 0) << only.output;
+  EXPECT_NE(only.output.find("non_positive_jacobian_percent"), std::string::npos) << only.output;
+  only = run("register" + inputs);
+  EXPECT_EQ(only.code, 1) << only.output;
+  EXPECT_NE(only.output.find("nothing to write: give --out-warped FILE"), std::string::npos) << only.output;
+  EXPECT_EQ(fs::exists(path("only_w.nii.gz")) + fs::exists(path("only_l.nii.gz")), 2);
 }
 
 

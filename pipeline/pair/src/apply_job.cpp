@@ -26,16 +26,23 @@ bool is_affine_file(const std::string& path) {
 void apply_files(const ApplyJob& p) {
   io::check_output(p.out);
   if (!p.qc.empty()) io::check_output(p.qc);
+  const bool affine_file = is_affine_file(p.field);
+  if (p.reference.empty() && affine_file) {
+    throw io::IoError(p.field + ": an affine transform carries no output grid: give the fixed image as --reference");
+  }
   io::Volume reference;
   if (!p.qc.empty()) reference = io::read_volume(p.reference);
-  const io::Geometry grid = p.qc.empty() ? io::read_geometry(p.reference) : reference.geometry;
+  io::Geometry grid;  // without --reference: the field's own grid (the fixed image's, as register wrote it)
+  if (!p.reference.empty()) grid = p.qc.empty() ? io::read_geometry(p.reference) : reference.geometry;
   at::Tensor affine, u;
-  if (is_affine_file(p.field)) {
+  if (affine_file) {
     affine = io::read_affine(p.field);
   } else {
     io::Geometry field_grid;
     u = io::read_displacement_field(p.field, &field_grid);
-    if (!io::same_grid(grid, field_grid)) {
+    if (p.reference.empty()) {
+      grid = field_grid;
+    } else if (!io::same_grid(grid, field_grid)) {
       throw io::IoError(p.field + ": the field's grid differs from the reference image's (" + p.reference +
                         "); the field must live on the fixed (reference) grid");
     }

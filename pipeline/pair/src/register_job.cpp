@@ -88,8 +88,11 @@ void warn_on_spacing(const RegisterJob& p, const io::Geometry& f, const io::Geom
 // Writes the outputs; if one fails, removes those already written by this run.
 class Outputs {
  public:
+  // An output not asked for (an empty name) is skipped: a registration may write only
+  // the warped image, only the labels, only the field or nothing but its summary.
   template <typename Write>
   void write(const std::string& path, Write&& write) {
+    if (path.empty()) return;
     try {
       write();
       written_.push_back(path);

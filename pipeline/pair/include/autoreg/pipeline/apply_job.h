@@ -15,7 +15,7 @@ namespace autoreg::pipeline {
 
 struct ApplyJob {
   std::string field;               // a displacement field, or an affine (.tfm, .txt, .mat)
-  std::string moving, reference;   // the image or label map to warp; the output grid
+  std::string moving, reference;   // the image or label map to warp; the output grid ("": the field's own)
   std::string out;                 // the warped volume
   std::string moving_orientation;  // "": the header's; else where the moving voxel axes point (LIA)
   bool labels = false;             // nearest neighbour, integer output (label maps)
