@@ -16,7 +16,8 @@
 #     autoreg.libs/ and the tag set to the lowest policy the files allow; torch's own
 #     libraries (LibTorch, its libgomp, CUDA's) are left to the torch beside the package;
 #  4. scripts/wheel_tools.py finish: RUNPATHs to that torch, the bundled libraries'
-#     licences; then wheel_tools.py check (contents and dependencies).
+#     licences, the METADATA's torch pin (the release built against) and Requires-Python
+#     (the tag's); then wheel_tools.py check (contents, dependencies, metadata).
 # Environment: AUTOREG_WHEEL_BUILD_DIR (default build-wheel/), AUTOREG_WHEEL_DIR
 # (default dist/), AUTOREG_WHEEL_WORK (default <build>/wheel-work), AUTOREG_CACHE /
 # AUTOREG_TORCH_VENV as scripts/setup.sh.
@@ -62,7 +63,9 @@ auditwheel repair "${excludes[@]}" -w "$work/repaired" "$plain" 2> >(grep -v "^I
 repaired=$(ls "$work"/repaired/autoreg-*.whl)
 
 say "4/4 RUNPATHs to torch, licences, check"
-"$python" "$root/scripts/wheel_tools.py" finish "$repaired" --out "$out"
+# The torch the libraries were built against (its C++ ABI), pinned in the METADATA.
+torch_version=$("$python" -c 'import torch; print(torch.__version__.split("+")[0])')
+"$python" "$root/scripts/wheel_tools.py" finish "$repaired" --out "$out" --torch "$torch_version"
 wheel="$out/$(basename "$repaired")"
 "$python" "$root/scripts/wheel_tools.py" check "$wheel"
 echo "$wheel"

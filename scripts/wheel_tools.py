@@ -8,14 +8,18 @@ scripts/check-wheel.sh, docs/install.md#the-wheel).
       (site-packages/torch/lib, site-packages/nvidia/cu13/lib), which auditwheel drops
       as pointing outside the wheel; the licences of the bundled system libraries
       (Debian's copyright files) go into autoreg/third_party_licenses with an index;
-      the wheel is written again with its RECORD.
+      its METADATA declares what the package needs: torch pinned to the version the
+      libraries were built against (--torch, default scripts/torch-version: their C++
+      ABI is that release's), and Requires-Python true to the wheel's tag (cp311 ->
+      ==3.11.*); the wheel is written again with its RECORD.
   wheel_tools.py hidden BUILD WHEEL SITE
       the system libraries the source build BUILD links to that a system of the wheel's
       policy need not have (scripts/check-wheel.sh hides them).
   wheel_tools.py check WHEEL
       the wheel's contents and its libraries' dependencies: the command, the libraries,
-      the default model, the licences; every library an ELF file needs is in the wheel,
-      on the manylinux policy's list, or torch's. Prints what it found; exits 1 on a
+      the default model, the licences, the METADATA's torch pin and Requires-Python;
+      every library an ELF file needs is in the wheel, on the manylinux policy's list,
+      or torch's. Prints what it found; exits 1 on a
       problem.
 
 Needs patchelf and readelf (binutils). Only the standard library of Python.
@@ -178,6 +182,37 @@ def add_licences(root):
     return packages, missing
 
 
+def python_requirement(wheel):
+    """Requires-Python for a wheel's CPython tag: cp311 -> ==3.11.*."""
+    m = re.search(r"-cp(\d)(\d+)-", os.path.basename(wheel))
+    if not m:
+        raise SystemExit(f"wheel_tools: {wheel} has no cpXY tag")
+    return f"=={m.group(1)}.{m.group(2)}.*"
+
+
+def set_requirements(root, torch_version, requires_python):
+    """The unpacked wheel's METADATA with `Requires-Dist: torch==V` (replacing any torch
+    requirement) and `Requires-Python` set; the other lines kept in order."""
+    dist_info = next(d for d in os.listdir(root) if d.endswith(".dist-info"))
+    path = os.path.join(root, dist_info, "METADATA")
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
+    head, sep, body = text.partition("\n\n")  # the headers, then the description
+    lines = [l for l in head.split("\n") if not re.match(r"Requires-Dist: *torch\b", l) and not l.startswith("Requires-Python:")]
+    at = max([i + 1 for i, l in enumerate(lines) if l.startswith(("Requires-Dist:", "Summary:", "Version:"))] or [len(lines)])
+    lines[at:at] = [f"Requires-Python: {requires_python}", f"Requires-Dist: torch=={torch_version}"]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + sep + body)
+
+
+def requirements(metadata):
+    """(the torch requirement, Requires-Python) of a wheel's METADATA text; None where absent."""
+    headers = metadata.split("\n\n")[0].split("\n")
+    torch = [l.split(":", 1)[1].strip()[len("torch"):].strip() for l in headers if re.match(r"Requires-Dist: *torch\b", l)]
+    python = [l.split(":", 1)[1].strip() for l in headers if l.startswith("Requires-Python:")]
+    return (torch[0] if torch else None), (python[0] if python else None)
+
+
 def finish(args):
     wheel = os.path.abspath(args.wheel)
     with tempfile.TemporaryDirectory() as tmp:
@@ -200,10 +235,12 @@ def finish(args):
             if "/bin/" in f:
                 os.chmod(f, 0o755)
         packages, missing = add_licences(tmp)
+        set_requirements(tmp, args.torch, python_requirement(wheel))
         os.makedirs(args.out, exist_ok=True)
         out = os.path.join(args.out, os.path.basename(wheel))
         write_wheel(tmp, out)
-    print(f"wheel_tools finish: {out}: RUNPATH to torch in {len(patched)} files; licences of {len(packages)} Debian packages")
+    print(f"wheel_tools finish: {out}: RUNPATH to torch in {len(patched)} files; licences of {len(packages)} Debian packages; "
+          f"requires torch=={args.torch}, Python {python_requirement(wheel)}")
     if missing:
         print("wheel_tools finish: no licence found for: " + ", ".join(missing), file=sys.stderr)
         return 1
@@ -287,9 +324,15 @@ def check(args):
             if any(is_torch(n) for n in deps) and not any("torch/lib" in e for e in runpath(f)):
                 problems.append(f"{os.path.relpath(f, tmp)} needs torch but has no RUNPATH to torch/lib")
         licences = [n for n in names if n.startswith("autoreg/third_party_licenses/") and n.endswith(".txt")]
+        metadata = next((n for n in names if n.endswith(".dist-info/METADATA")), None)
+        torch_pin, python_pin = requirements(open(os.path.join(tmp, metadata), encoding="utf-8").read()) if metadata else (None, None)
+        if not (torch_pin and re.fullmatch(r"==\d+\.\d+\.\d+", torch_pin)):
+            problems.append(f"METADATA does not pin torch to one release (Requires-Dist: torch{torch_pin or ' missing'})")
+        if policy and python_pin != python_requirement(wheel):
+            problems.append(f"METADATA's Requires-Python is {python_pin}, the tag says {python_requirement(wheel)}")
     size = os.path.getsize(wheel) / 2**20
     print(f"wheel_tools check: {os.path.basename(wheel)} ({size:.0f} MiB): {checked} ELF files, "
-          f"{len(bundled)} bundled libraries, {len(licences) - 1} licence files")
+          f"{len(bundled)} bundled libraries, {len(licences) - 1} licence files; requires torch{torch_pin}, Python {python_pin}")
     for p in problems:
         print(f"  problem: {p}")
     return 1 if problems else 0
@@ -301,6 +344,8 @@ def main():
     f = sub.add_parser("finish")
     f.add_argument("wheel")
     f.add_argument("--out", required=True)
+    f.add_argument("--torch", default=open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch-version")).read().strip(),
+                   help="the torch release the libraries were built against (default: scripts/torch-version)")
     c = sub.add_parser("check")
     c.add_argument("wheel")
     h = sub.add_parser("hidden")
