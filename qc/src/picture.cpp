@@ -28,7 +28,6 @@ constexpr float kMinJacobianScale = 0.1f;  // the colour bar spans at least ±0.
 constexpr float kEdgeFraction = 0.3f;  // edges: gradient above 30% of its 99th percentile
 constexpr Rgb kBackground{20, 20, 20};
 constexpr Rgb kCaptionBackground{40, 40, 40};
-constexpr Rgb kNoData{45, 45, 45};
 constexpr Rgb kText{235, 235, 235};
 constexpr Rgb kDimText{150, 150, 150};
 constexpr Rgb kOrientation{255, 210, 60};
@@ -65,6 +64,27 @@ void validate(const PictureInputs& in) {
   check_matches("warped image", in.warped.data, in.warped.size, in.fixed.size);
   check_matches("label map", in.labels.data, in.labels.size, in.fixed.size);
   check_matches("log-Jacobian", in.log_jacobian.data, in.log_jacobian.size, in.fixed.size);
+  check_matches("fixed image's field of view", in.fixed_inside.data, in.fixed_inside.size, in.fixed.size);
+  check_matches("warped image's field of view", in.warped_inside.data, in.warped_inside.size, in.fixed.size);
+}
+
+// "-160..240": a window's ends as the caption writes them.
+std::string range_text(const detail::Window& w) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.4g..%.4g", static_cast<double>(w.lo), static_cast<double>(w.hi));
+  return text;
+}
+
+// The caption's line of grey windows (and the field of view's colour), or "" when the
+// inputs name no window and give no field of view.
+std::string window_line(const PictureInputs& in, const detail::Window& fixed, const detail::Window& warped) {
+  const bool fov = in.fixed_inside.data != nullptr || in.warped_inside.data != nullptr;
+  if (in.fixed_window.name.empty() && in.warped_window.name.empty() && !fov) return "";
+  const auto part = [](const char* what, const detail::Window& w, const std::string& name) {
+    return std::string(what) + " " + range_text(w) + (name.empty() ? "" : " (" + name + ")");
+  };
+  return "grey: " + part("fixed", fixed, in.fixed_window.name) + ";  " + part("moving", warped, in.warped_window.name) +
+         (fov ? ";  blue line: the field of view's edge" : "");
 }
 
 std::string column_name(int c, bool labels) {
@@ -81,6 +101,7 @@ std::string slice_label(const detail::Plane& p, const std::array<int64_t, 3>& ce
 // The layout and what drawing needs beside it.
 struct Frame {
   PictureLayout layout;
+  detail::Window fixed_window, warped_window;
   std::array<detail::Plane, 3> planes;
   std::array<int, 3> row_top{};
   int header_y = 0, cell_width = 0, left = 0;
@@ -94,9 +115,13 @@ Frame make_frame(const PictureInputs& in) {
   const auto& n = in.fixed.size;
   L.centre = in.centre;
   if (std::find(in.centre.begin(), in.centre.end(), -1) != in.centre.end()) {
-    const auto foreground = detail::foreground_centre(in.fixed);
-    for (int a = 0; a < 3; ++a) L.centre[a] = in.centre[a] == -1 ? foreground[a] : in.centre[a];
+    std::array<int64_t, 3> centre{-1, -1, -1};
+    if (in.labels.data != nullptr) centre = detail::label_centre(in.labels);
+    if (centre[0] == -1) centre = detail::foreground_centre(in.fixed, in.fixed_inside);
+    for (int a = 0; a < 3; ++a) L.centre[a] = in.centre[a] == -1 ? centre[a] : in.centre[a];
   }
+  f.fixed_window = detail::grey_window(in.fixed, in.fixed_window, in.fixed_inside);
+  f.warped_window = detail::grey_window(in.warped, in.warped_window, in.warped_inside);
   // One scale (px per mm) for every panel: each keeps its physical aspect and size.
   double longest = 0;
   for (int a = 0; a < 3; ++a) longest = std::max(longest, static_cast<double>(n[a]) * in.spacing[a]);
@@ -135,6 +160,11 @@ Frame make_frame(const PictureInputs& in) {
   const int bar_top = rows_top + kLineHeight / 2;
   L.colour_bar = {bar_x, bar_top, kBarWidth, std::max(kLineHeight, rows_bottom - bar_top - 2 * kLineHeight)};
   L.caption_lines = detail::wrap(detail::to_ascii(in.caption), (L.width - 2 * kPad) / kCharWidth);
+  const std::string windows = window_line(in, f.fixed_window, f.warped_window);
+  if (!windows.empty()) {
+    const std::vector<std::string> lines = detail::wrap(windows, (L.width - 2 * kPad) / kCharWidth);
+    L.caption_lines.insert(L.caption_lines.end(), lines.begin(), lines.end());
+  }
   if (!in.warning.empty()) {
     const std::vector<std::string> warning = detail::wrap(detail::to_ascii(in.warning), (L.width - 2 * kPad) / kCharWidth);
     L.caption_lines.insert(L.caption_lines.end(), warning.begin(), warning.end());
@@ -154,7 +184,8 @@ void paint(Canvas& canvas, const Rect& r, F colour) {
 }
 
 // Pixels of a non-zero label with a 4-neighbour of another label.
-std::vector<bool> label_outline(const std::vector<int32_t>& label, int width, int height) {
+template <typename T>
+std::vector<bool> label_outline(const std::vector<T>& label, int width, int height) {
   std::vector<bool> out(label.size(), false);
   for (int y = 0; y < height; ++y) {
     for (int x = 0; x < width; ++x) {
@@ -188,12 +219,13 @@ std::vector<bool> edges(const std::vector<float>& grey, int width, int height) {
 
 bool folded(float log_j) { return std::isnan(log_j) || log_j == -INFINITY; }
 
-// s = max(0.1, 99th percentile of |log J| over the three slices).
-float jacobian_scale(const std::array<std::vector<float>, 3>& slices) {
+// s = max(0.1, 99th percentile of |log J| over the three slices, where both images have
+// data: `shown` empty or true).
+float jacobian_scale(const std::array<std::vector<float>, 3>& slices, const std::array<std::vector<bool>, 3>& shown) {
   std::vector<float> magnitudes;
-  for (const auto& s : slices) {
-    for (float v : s) {
-      if (std::isfinite(v)) magnitudes.push_back(std::abs(v));
+  for (size_t r = 0; r < slices.size(); ++r) {
+    for (size_t i = 0; i < slices[r].size(); ++i) {
+      if (std::isfinite(slices[r][i]) && (shown[r].empty() || shown[r][i])) magnitudes.push_back(std::abs(slices[r][i]));
     }
   }
   const float p99 = detail::quantile(magnitudes, 0.99);
@@ -204,26 +236,55 @@ void draw_centred(Canvas& canvas, const Rect& r, const std::string& text, Rgb co
   canvas.text(r.x + (r.width - text_width(text)) / 2, r.y + (r.height - kTextHeight) / 2, text, colour);
 }
 
-// What every row's drawing shares: the grey windows and the log|J| scale.
-struct Scales {
-  detail::Window fixed, warped;
-  float log_j = kMinJacobianScale;
-};
+// The panel of row `row` (its grid) for sampling.
+detail::PanelGrid panel_grid(const Frame& f, int row, const PictureInputs& in) {
+  const Rect& p = f.layout.panels[row][0];
+  return {f.planes[row], in.fixed.size, f.layout.centre, p.width, p.height};
+}
+
+// The edge of a field of view on a panel (empty without the mask).
+std::vector<bool> fov_edge(const MaskView& inside, const detail::PanelGrid& grid) {
+  if (inside.data == nullptr) return {};
+  return label_outline(detail::sample_nearest(inside.data, grid), grid.width, grid.height);
+}
+
+// Where both images have data on row `row`'s panels (empty: everywhere).
+std::vector<bool> both_shown(const PictureInputs& in, const detail::PanelGrid& grid) {
+  if (in.fixed_inside.data == nullptr && in.warped_inside.data == nullptr) return {};
+  std::vector<bool> out(static_cast<size_t>(grid.width) * grid.height, true);
+  for (const MaskView* m : {&in.fixed_inside, &in.warped_inside}) {
+    if (m->data == nullptr) continue;
+    const std::vector<uint8_t> inside = detail::sample_nearest(m->data, grid);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = out[i] && inside[i] != 0;
+  }
+  return out;
+}
+
+// `base`'s colour, or the field of view's where `edge` marks the pixel.
+Rgb with_edge(const std::vector<bool>& edge, size_t i, Rgb base) { return !edge.empty() && edge[i] ? kFieldOfViewColour : base; }
 
 void draw_row(Canvas& canvas, const Frame& f, int row, const PictureInputs& in, const std::vector<float>& log_j,
-              const Scales& scales) {
+              const std::vector<bool>& shown, float log_j_scale) {
   const auto& panels = f.layout.panels[row];
-  const detail::PanelGrid grid{f.planes[row], in.fixed.size, f.layout.centre, panels[0].width, panels[0].height};
+  const detail::PanelGrid grid = panel_grid(f, row, in);
   std::vector<float> fixed = detail::sample_linear(in.fixed.data, grid);
   std::vector<float> warped = detail::sample_linear(in.warped.data, grid);
-  for (float& v : fixed) v = scales.fixed(v);
-  for (float& v : warped) v = scales.warped(v);
+  for (float& v : fixed) v = f.fixed_window(v);
+  for (float& v : warped) v = f.warped_window(v);
+  const std::vector<bool> fixed_edge = fov_edge(in.fixed_inside, grid), warped_edge = fov_edge(in.warped_inside, grid);
+  // Outside an image's data: the no-data grey, not its window's colour for the padding.
+  const std::vector<uint8_t> fixed_in = in.fixed_inside.data ? detail::sample_nearest(in.fixed_inside.data, grid)
+                                                             : std::vector<uint8_t>();
+  const std::vector<uint8_t> warped_in = in.warped_inside.data ? detail::sample_nearest(in.warped_inside.data, grid)
+                                                               : std::vector<uint8_t>();
+  const auto fixed_grey = [&](size_t i) { return fixed_in.empty() || fixed_in[i] ? detail::grey(fixed[i]) : kNoDataColour; };
+  const auto warped_grey = [&](size_t i) { return warped_in.empty() || warped_in[i] ? detail::grey(warped[i]) : kNoDataColour; };
 
-  paint(canvas, panels[kFixed], [&](size_t i, int, int) { return detail::grey(fixed[i]); });
-  paint(canvas, panels[kWarped], [&](size_t i, int, int) { return detail::grey(warped[i]); });
+  paint(canvas, panels[kFixed], [&](size_t i, int, int) { return with_edge(fixed_edge, i, fixed_grey(i)); });
+  paint(canvas, panels[kWarped], [&](size_t i, int, int) { return with_edge(warped_edge, i, warped_grey(i)); });
   const int square = std::max(1, (std::max(grid.width, grid.height) + kCheckerSquares - 1) / kCheckerSquares);
   paint(canvas, panels[kCheckerboard], [&](size_t i, int x, int y) {
-    return detail::grey((x / square + y / square) % 2 == 0 ? fixed[i] : warped[i]);
+    return with_edge(fixed_edge, i, (x / square + y / square) % 2 == 0 ? fixed_grey(i) : warped_grey(i));
   });
 
   std::vector<int32_t> labels;
@@ -233,18 +294,20 @@ void draw_row(Canvas& canvas, const Frame& f, int row, const PictureInputs& in, 
     marked = label_outline(labels, grid.width, grid.height);
   } else {
     marked = edges(warped, grid.width, grid.height);
+    for (size_t i = 0; i < marked.size() && !shown.empty(); ++i) marked[i] = marked[i] && shown[i];  // where both have data
   }
   paint(canvas, panels[kOverlay], [&](size_t i, int, int) {
-    if (!marked[i]) return detail::grey(fixed[i]);
+    if (!marked[i]) return with_edge(fixed_edge, i, fixed_grey(i));
     return labels.empty() ? kEdgeColour : label_colour(labels[i]);
   });
 
   if (log_j.empty()) {
-    canvas.fill(panels[kLogJacobian], kNoData);
+    canvas.fill(panels[kLogJacobian], kNoDataColour);
     draw_centred(canvas, panels[kLogJacobian], "n/a", kText);
   } else {
     paint(canvas, panels[kLogJacobian], [&](size_t i, int, int) {
-      return folded(log_j[i]) ? kFoldingColour : detail::diverging(log_j[i] / scales.log_j);
+      if (!shown.empty() && !shown[i]) return kNoDataColour;  // the field means nothing where an image has no data
+      return folded(log_j[i]) ? kFoldingColour : detail::diverging(log_j[i] / log_j_scale);
     });
   }
 
@@ -305,17 +368,15 @@ void write_picture(const std::string& path, const PictureInputs& in) {
   const Frame f = make_frame(in);
   Canvas canvas(f.layout.width, f.layout.height, kBackground);
   std::array<std::vector<float>, 3> log_j;
-  Scales scales{detail::grey_window(in.fixed), detail::grey_window(in.warped)};
+  std::array<std::vector<bool>, 3> shown;
+  float log_j_scale = kMinJacobianScale;
+  for (int r = 0; r < 3; ++r) shown[r] = both_shown(in, panel_grid(f, r, in));
   if (in.log_jacobian.data != nullptr) {
-    for (int r = 0; r < 3; ++r) {
-      const Rect& p = f.layout.panels[r][kLogJacobian];
-      log_j[r] = detail::sample_nearest(in.log_jacobian.data,
-                                        {f.planes[r], in.fixed.size, f.layout.centre, p.width, p.height});
-    }
-    scales.log_j = jacobian_scale(log_j);
+    for (int r = 0; r < 3; ++r) log_j[r] = detail::sample_nearest(in.log_jacobian.data, panel_grid(f, r, in));
+    log_j_scale = jacobian_scale(log_j, shown);
   }
-  draw_text(canvas, f, in, in.log_jacobian.data != nullptr, scales.log_j);
-  for (int r = 0; r < 3; ++r) draw_row(canvas, f, r, in, log_j[r], scales);
+  draw_text(canvas, f, in, in.log_jacobian.data != nullptr, log_j_scale);
+  for (int r = 0; r < 3; ++r) draw_row(canvas, f, r, in, log_j[r], shown[r], log_j_scale);
   canvas.write_png(path);
 }
 

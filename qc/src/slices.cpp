@@ -126,20 +126,23 @@ float quantile(std::vector<float>& values, double q) {
 }
 
 namespace {
-// Every finite voxel of a sample of at most ~1M (a fixed stride), non-zero ones only when asked.
-std::vector<float> finite_sample(const VolumeView& v, bool nonzero_only) {
+// Every finite voxel of a sample of at most ~1M (a fixed stride): inside `inside` where
+// given, non-zero ones only when asked.
+std::vector<float> finite_sample(const VolumeView& v, bool nonzero_only, const MaskView& inside = {}) {
   const int64_t n = voxel_count(v.size);
   const int64_t step = std::max<int64_t>(1, n / (1 << 20));
   std::vector<float> out;
   for (int64_t i = 0; i < n; i += step) {
+    if (inside.data != nullptr && inside.data[i] == 0) continue;
     if (std::isfinite(v.data[i]) && (!nonzero_only || v.data[i] != 0.0f)) out.push_back(v.data[i]);
   }
   return out;
 }
 }  // namespace
 
-Window grey_window(const VolumeView& v) {
-  std::vector<float> values = finite_sample(v, true);
+Window grey_window(const VolumeView& v, const GreyWindow& given, const MaskView& inside) {
+  if (std::isfinite(given.lo) && std::isfinite(given.hi) && given.hi > given.lo) return {given.lo, given.hi};
+  std::vector<float> values = finite_sample(v, inside.data == nullptr, inside);
   if (values.empty()) values = finite_sample(v, false);
   Window w{quantile(values, 0.01), quantile(values, 0.99)};
   if (!(w.hi > w.lo)) {  // a constant image (e.g. a mask): show it from 0
@@ -149,25 +152,41 @@ Window grey_window(const VolumeView& v) {
   return w;
 }
 
-std::array<int64_t, 3> foreground_centre(const VolumeView& v) {
-  std::vector<float> values = finite_sample(v, false);
-  const float threshold = 0.1f * quantile(values, 0.995);
+namespace {
+// The rounded centroid of the voxels `in` says are in; `fallback` when none.
+template <typename In>
+std::array<int64_t, 3> centroid(const std::array<int64_t, 3>& size, In in, const std::array<int64_t, 3>& fallback) {
   std::array<double, 3> sum{0, 0, 0};
   double count = 0;
   int64_t i = 0;
-  for (int64_t d = 0; d < v.size[0]; ++d) {
-    for (int64_t h = 0; h < v.size[1]; ++h) {
-      for (int64_t w = 0; w < v.size[2]; ++w, ++i) {
-        if (v.data[i] > threshold) {  // false for NaN
+  for (int64_t d = 0; d < size[0]; ++d) {
+    for (int64_t h = 0; h < size[1]; ++h) {
+      for (int64_t w = 0; w < size[2]; ++w, ++i) {
+        if (in(i)) {
           sum[0] += d, sum[1] += h, sum[2] += w;
           ++count;
         }
       }
     }
   }
-  std::array<int64_t, 3> centre{};
-  for (int a = 0; a < 3; ++a) centre[a] = count > 0 ? std::llround(sum[a] / count) : v.size[a] / 2;
+  std::array<int64_t, 3> centre = fallback;
+  if (count > 0) {
+    for (int a = 0; a < 3; ++a) centre[a] = std::llround(sum[a] / count);
+  }
   return centre;
+}
+}  // namespace
+
+std::array<int64_t, 3> foreground_centre(const VolumeView& v, const MaskView& inside) {
+  std::vector<float> values = finite_sample(v, false, inside);
+  if (values.empty()) values = finite_sample(v, false);
+  const float threshold = 0.1f * quantile(values, 0.995);
+  return centroid(v.size, [&](int64_t i) { return v.data[i] > threshold && (inside.data == nullptr || inside.data[i] != 0); },
+                  {v.size[0] / 2, v.size[1] / 2, v.size[2] / 2});  // false for NaN
+}
+
+std::array<int64_t, 3> label_centre(const LabelView& labels) {
+  return centroid(labels.size, [&](int64_t i) { return labels.data[i] != 0; }, {-1, -1, -1});
 }
 
 std::vector<float> sample_linear(const float* data, const PanelGrid& g) {
@@ -182,5 +201,6 @@ std::vector<float> sample_linear(const float* data, const PanelGrid& g) {
 
 std::vector<float> sample_nearest(const float* data, const PanelGrid& g) { return nearest(data, g); }
 std::vector<int32_t> sample_nearest(const int32_t* data, const PanelGrid& g) { return nearest(data, g); }
+std::vector<uint8_t> sample_nearest(const uint8_t* data, const PanelGrid& g) { return nearest(data, g); }
 
 }  // namespace autoreg::qc::detail

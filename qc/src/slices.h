@@ -24,8 +24,11 @@ struct Plane {
 // three anatomical axes (either case); else the planes perpendicular to D, H, W.
 std::array<Plane, 3> display_planes(const std::array<char, 3>& letters);
 
-// The centroid (rounded) of the voxels above 10% of the volume's 99.5th percentile.
-std::array<int64_t, 3> foreground_centre(const VolumeView& v);
+// The centroid (rounded) of the voxels above 10% of the volume's 99.5th percentile
+// (inside `inside`, where given).
+std::array<int64_t, 3> foreground_centre(const VolumeView& v, const MaskView& inside = {});
+// The centroid (rounded) of the non-zero labels; {-1, -1, -1} when there are none.
+std::array<int64_t, 3> label_centre(const LabelView& labels);
 
 // The q-quantile (q in [0, 1]) of the values (reordered); NaN when empty.
 float quantile(std::vector<float>& values, double q);
@@ -35,8 +38,9 @@ struct Window {
   float lo = 0, hi = 1;
   float operator()(float v) const { return (v - lo) / (hi - lo); }
 };
-// The 1st-99th percentile of the finite non-zero voxels (of a sample of at most ~1M).
-Window grey_window(const VolumeView& v);
+// The window `given` names, or (NaN) the 1st-99th percentile of the finite voxels inside
+// `inside` (where given; else the non-zero ones) of a sample of at most ~1M.
+Window grey_window(const VolumeView& v, const GreyWindow& given = {}, const MaskView& inside = {});
 
 // A panel of width × height pixels showing `plane` through `centre`.
 struct PanelGrid {
@@ -49,5 +53,6 @@ struct PanelGrid {
 std::vector<float> sample_linear(const float* data, const PanelGrid& g);
 std::vector<float> sample_nearest(const float* data, const PanelGrid& g);
 std::vector<int32_t> sample_nearest(const int32_t* data, const PanelGrid& g);
+std::vector<uint8_t> sample_nearest(const uint8_t* data, const PanelGrid& g);
 
 }  // namespace autoreg::qc::detail

@@ -211,6 +211,52 @@ TEST_F(QcPicture, WithoutLabelsOrJacobianEdgesAndNa) {
   }
 }
 
+// With fields of view: outside each image's the no-data grey and its edge in blue, the
+// log Jacobian only where both have data, the windows given and their caption line; with
+// labels, the slices through their centroid.
+TEST_F(QcPicture, FieldsOfViewWindowsAndTheLabelsCentre) {
+  qc::PictureInputs in = inputs();
+  const std::vector<uint8_t> fixed_inside = make_volume<uint8_t>(n, [](int64_t, int64_t, int64_t w) { return w < 18; });
+  const std::vector<uint8_t> warped_inside = make_volume<uint8_t>(n, [](int64_t, int64_t h, int64_t) { return h >= 6; });
+  in.fixed_inside = {fixed_inside.data(), n};
+  in.warped_inside = {warped_inside.data(), n};
+  in.fixed_window = {0, 400, "a test window"};
+  const std::vector<int32_t> one_label = make_volume<int32_t>(n, [](int64_t d, int64_t h, int64_t w) {
+    return squared_distance(d, h, w, {20, 24, 11}) < 25 ? 3 : 0;
+  });
+  in.labels = {one_label.data(), n};
+  const std::string path = (dir / "fov.png").string();
+  qc::write_picture(path, in);
+  const qc::PictureLayout layout = qc::picture_layout(in);
+  const Picture p = read_png(path);
+  EXPECT_EQ(layout.centre, (Size{20, 24, 11}));  // the label's centre, not the foreground's
+  const auto is = [](qc::Rgb colour) { return [colour](qc::Rgb c) { return c == colour; }; };
+  // The axial and coronal rows cut the field of view's edge (w = 18).
+  for (int r : {0, 1}) {
+    const auto& panels = layout.panels[r];
+    EXPECT_GT(p.count(panels[qc::kFixed], is(qc::kNoDataColour)), 100) << "row " << r;
+    EXPECT_GT(p.count(panels[qc::kFixed], is(qc::kFieldOfViewColour)), 10) << "row " << r;
+    EXPECT_GT(p.count(panels[qc::kLogJacobian], is(qc::kNoDataColour)), 100) << "row " << r;
+    // No log|J| colour where the fixed image has none: the right half (patient's left,
+    // the picture's right) of the axial panel, w >= 18.
+    if (r == 0) {
+      const qc::Rect& j = panels[qc::kLogJacobian];
+      const qc::Rect right{j.x + j.width / 2 + 3, j.y, j.width / 2 - 3, j.height};
+      EXPECT_EQ(p.count(right, [](qc::Rgb c) { return is_blue(c) || is_red(c) || c == qc::kFoldingColour; }), 0);
+    }
+  }
+  // The sagittal row (w = 11) lies inside the fixed field of view; the warped one's edge (h = 6) crosses it.
+  EXPECT_GT(p.count(layout.panels[2][qc::kWarped], is(qc::kFieldOfViewColour)), 10);
+  ASSERT_FALSE(layout.caption_lines.empty());
+  std::string caption;
+  for (const auto& line : layout.caption_lines) caption += line + " ";
+  EXPECT_NE(caption.find("grey: fixed 0..400 (a test window);  moving "), std::string::npos) << caption;
+  EXPECT_NE(caption.find("blue line: the field of view's edge"), std::string::npos) << caption;
+  // A wrong-sized mask is refused.
+  in.fixed_inside = {fixed_inside.data(), {n[0], n[1], n[2] - 1}};
+  EXPECT_THROW(qc::write_picture(path, in), std::invalid_argument);
+}
+
 // A bright cube at large d, small h, small w: superior, anterior and right with the
 // default letters (S, P, L), so top-left on every plane in the radiological convention;
 // with every letter reversed (I, A, R) it is inferior, posterior and left: bottom-right.

@@ -438,9 +438,13 @@ nlohmann::json register_inputs(RegisterJob p, PairInputs in, StageTimes& times) 
                   std::isfinite(m.dice) ? std::to_string(m.dice).substr(0, 5).c_str() : "n/a",
                   m.jacobian.non_positive_percent, m.jacobian.log_std);
     outputs.write(p.qc, [&] {
-      write_qc_picture(p.qc, {fixed_voxels, out.warped.data, out.warped_labels.data, r.displacement, in.fixed.geometry,
-                              "autoreg register: " + file_stem(p.moving) + " onto " + file_stem(p.fixed), caption,
-                              warnings_line(m.warnings)});
+      // The labels outlined: the warped label map, or the carried structures (--moving-contours).
+      const at::Tensor labels = out.warped_labels.data.defined() ? out.warped_labels.data : carried.labels;
+      QcVolumes picture{fixed_voxels, out.warped.data, labels, r.displacement, in.fixed.geometry,
+                        "autoreg register: " + file_stem(p.moving) + " onto " + file_stem(p.fixed), caption,
+                        warnings_line(m.warnings)};
+      set_scan_views(picture, r, fixed_voxels, in.moving);
+      write_qc_picture(p.qc, picture);
     });
     times.lap("qc");
   }

@@ -22,19 +22,37 @@ struct LabelView {
   const int32_t* data = nullptr;
   std::array<int64_t, 3> size{};
 };
+struct MaskView {  // non-zero inside
+  const uint8_t* data = nullptr;
+  std::array<int64_t, 3> size{};
+};
+
+// How an image's grey levels are shown: [lo, hi] from black to white, and what it is
+// (the caption's window line: "W400 L40 HU, CT soft tissue"). lo, hi NaN: the 1st-99th
+// percentile of its voxels inside its mask (where given, else its non-zero voxels).
+struct GreyWindow {
+  float lo = std::numeric_limits<float>::quiet_NaN(), hi = std::numeric_limits<float>::quiet_NaN();
+  std::string name;
+};
 
 struct PictureInputs {
   VolumeView fixed;         // required
   VolumeView warped;        // required: the moving image warped onto the fixed grid
   LabelView labels;         // optional (data == nullptr): warped labels, outlined on the fixed image
+  // Optional: where each image has data (its field of view; for the warped image, where
+  // the map lands inside the moving one's). Its window's percentiles are taken there, its
+  // edge is drawn (kFieldOfViewColour), and the log Jacobian is drawn only where both have data.
+  MaskView fixed_inside, warped_inside;
+  GreyWindow fixed_window, warped_window;  // the grey levels; names given: a line of the caption says them
   VolumeView log_jacobian;  // optional: log det J; NaN or -inf (det <= 0) is drawn as folding
   std::array<double, 3> spacing{1, 1, 1};  // mm along D, H, W: panels keep the physical aspect
   // The anatomical direction (L R P A S I) each tensor axis D, H, W points to as its
   // index grows. Letters that do not name three different axes fall back to the planes
   // perpendicular to D, H, W, unflipped.
   std::array<char, 3> axis_letters{'S', 'P', 'L'};
-  // Slice indices (d, h, w); -1: the centroid of the fixed image's foreground (voxels
-  // above 10% of its 99.5th percentile).
+  // Slice indices (d, h, w); -1: the centroid of the labels when given (the slices go
+  // through the labelled structures), else of the fixed image's foreground (voxels above
+  // 10% of its 99.5th percentile, inside fixed_inside where given).
   std::array<int64_t, 3> centre{-1, -1, -1};
   std::string caption;  // one line of figures at the bottom (wrapped when too long)
   std::string title;    // optional, at the top
@@ -47,8 +65,8 @@ struct PictureInputs {
 // right on the left; sagittal: superior up, anterior on the left). Columns: fixed,
 // warped moving, checkerboard, labels on fixed (edges of the warped image when there are
 // no labels), log|J| (blue-white-red over ±s, s = max(0.1, 99th percentile of |log J| on
-// the three slices), with its colour bar). Grey values are windowed to each image's own
-// 1st-99th percentile of non-zero voxels.
+// the three slices where both images have data), with its colour bar). Grey values are
+// windowed by each image's GreyWindow.
 // Throws std::invalid_argument for missing or inconsistent inputs, std::runtime_error
 // naming `path` when the file cannot be written.
 void write_picture(const std::string& path, const PictureInputs& in);
@@ -62,6 +80,8 @@ struct Rgb {
 };
 inline constexpr Rgb kFoldingColour{0, 255, 0};  // voxels whose Jacobian determinant is <= 0
 inline constexpr Rgb kEdgeColour{255, 200, 0};   // edges of the warped image (no labels given)
+inline constexpr Rgb kFieldOfViewColour{0, 190, 255};  // the edge of an image's field of view
+inline constexpr Rgb kNoDataColour{45, 45, 45};        // where an image has no data (or no log|J|)
 // The outline colour of a label value: a fixed hash of the value into a palette of
 // saturated colours, none grey, none the folding or edge colour.
 Rgb label_colour(int32_t label);
