@@ -1,6 +1,8 @@
 // autoreg apply --field D --moving X [--reference R] --out Y [--interpolation linear|nearest]
 //               [--qc qc.png]
 // autoreg apply --field D --points P --out Q [--points-grid IMG --points-index-base 0|1]
+// autoreg apply --field D --contours RS.dcm --moving MOVING_SERIES/ --reference FIXED_SERIES/ --out RS2.dcm
+//               [--fixed-contours RSF.dcm] [--json]
 //
 // Applies a displacement field written by `autoreg register` (or by ANTs: the same
 // convention), or an affine ITK transform file, to another image or label map on any
@@ -13,9 +15,12 @@
 #include <initializer_list>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "autoreg/pipeline/apply_job.h"
 #include "common_args.h"
 #include "parse.h"
+#include "print_contours.h"
 #include "exit_codes.h"
 #include "options.h"
 
@@ -39,11 +44,14 @@ int run_apply(int argc, char** argv) {
   TCLAP::ValueArg<std::string> moving_orientation(
       "", "moving-orientation", "override a wrong header: where the moving volume's voxel axes point, e.g. LIA (as given to register)",
       false, "", "CODE", cmd);
+  TCLAP::ValueArg<std::string> contours("", "contours", "instead of an image: an RT Structure Set drawn on the moving DICOM series (--moving: its folder), carried through the field onto the series --reference (its folder, the field's grid) and written there as a new RT Structure Set (--out RS.dcm)", false, "", "RS.dcm", cmd);
+  TCLAP::ValueArg<std::string> fixed_contours("", "fixed-contours", "with --contours: the reference series' own RT Structure Set; each carried structure's Dice against the one of the same name is printed", false, "", "RS.dcm", cmd);
+  TCLAP::SwitchArg json("", "json", "with --contours: print the carried structures' summary as JSON", cmd, false);
   TCLAP::ValueArg<std::string> qc("", "qc", "a picture to check the result (PNG): the reference and the warped volume in three orthogonal slices, and the field's log Jacobian", false, "", "FILE.png", cmd);
   cmd.setExceptionHandling(false);
   parse(cmd, argc, argv);
   if (points.isSet()) {
-    for (const TCLAP::Arg* a : std::initializer_list<const TCLAP::Arg*>{&moving, &reference, &interpolation, &moving_orientation, &qc}) {
+    for (const TCLAP::Arg* a : std::initializer_list<const TCLAP::Arg*>{&moving, &reference, &interpolation, &moving_orientation, &qc, &fixed_contours, &json}) {
       if (a->isSet()) throw UsageError("--" + a->getName() + " is for images; --points moves points");
     }
     pipeline::ApplyPointsJob job{field.getValue(), points.getValue(), out.getValue(), point_index.options()};
@@ -51,6 +59,29 @@ int run_apply(int argc, char** argv) {
     pipeline::apply_points_files(job);
     std::printf("wrote %s\n", job.out.c_str());
     return kOk;
+  }
+  if (contours.isSet()) {
+    for (const TCLAP::Arg* a : std::initializer_list<const TCLAP::Arg*>{&interpolation, &moving_orientation, &qc, &points}) {
+      if (a->isSet()) throw UsageError("--" + a->getName() + " is for images; --contours carries a structure set");
+    }
+    if (point_index.is_set()) throw UsageError("--points-grid and --points-index-base go with --points");
+    if (!moving.isSet() || !reference.isSet()) {
+      throw UsageError("--contours needs --moving (the DICOM series folder it is drawn on) and --reference (the series "
+                       "folder to carry it onto)");
+    }
+    pipeline::ApplyContoursJob job{field.getValue(), contours.getValue(), moving.getValue(), reference.getValue(),
+                                   out.getValue(), fixed_contours.getValue()};
+    refuse_overwrite({&job.out}, {&job.field, &job.contours, &job.fixed_contours});
+    const nlohmann::json summary = pipeline::apply_contours_files(job);
+    if (json.getValue()) {
+      std::printf("%s\n", summary.dump(2).c_str());
+    } else {
+      print_contours(summary);
+    }
+    return kOk;
+  }
+  if (fixed_contours.isSet() || json.isSet()) {
+    throw UsageError(std::string("--") + (json.isSet() ? "json" : "fixed-contours") + " goes with --contours");
   }
   if (!moving.isSet()) throw UsageError("--moving is required (the image or label map to warp), or --points");
   if (qc.isSet() && !reference.isSet()) {

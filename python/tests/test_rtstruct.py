@@ -240,3 +240,34 @@ def test_the_structures_as_a_label_map_with_their_table(tmp_path):
     for number, s in structures.items():
         if s["name"].startswith("LUNG"):  # overlapped by no other structure
             assert abs((labels == number).sum() * voxel_ml - s["volume_carried_ml"]) < 0.02 * s["volume_carried_ml"], s
+
+
+def test_apply_carries_the_structure_set_through_the_written_field(carried, tmp_path):
+    """`apply --contours` with the field register wrote: the same structures as register's
+    own (the field through a NIfTI file and back); `evaluate` on the two structure sets
+    scores them as register did, and as the independent rasteriser here does."""
+    import pydicom
+    import SimpleITK as sitk
+
+    out, summary = carried
+    applied = json.loads(run_cli(
+        "apply", "--field", out / "field.nii.gz", "--contours", DICOM / "planct_rtstruct.dcm", "--moving", DICOM / "planct",
+        "--reference", DICOM / "cbct02", "--out", tmp_path / "applied.dcm", "--fixed-contours", DICOM / "cbct02_rtstruct.dcm",
+        "--json").stdout)
+    registered = {s["name"]: s for s in summary["contours"]["structures"]}
+    for s in applied["structures"]:
+        assert s["contours"] > 0, s
+        if "dice" in s:
+            assert abs(s["dice"] - registered[s["name"]]["dice"]) < 0.002, (s, registered[s["name"]])
+    report = json.loads(run_cli("evaluate", "--fixed-contours", DICOM / "cbct02_rtstruct.dcm", "--warped-contours",
+                                tmp_path / "applied.dcm", "--series", DICOM / "cbct02", "--json").stdout)["contours"]
+    scored = {s["name"]: s for s in report["structures"]}
+    written = contours_of(pydicom.dcmread(tmp_path / "applied.dcm"))
+    expert, cbct = expert_labels(DICOM / "cbct02_rtstruct.dcm", DATA / "cbct02_labels.nii.gz", [f for _, f in STRUCTURES])
+    for label, (name, fixed_name) in enumerate(STRUCTURES, 1):
+        s = scored[name]
+        assert s["compared_with"] == fixed_name and s["hd95_mm"] > 0, s
+        assert abs(s["dice"] - registered[name]["dice"]) < 0.002, (s, registered[name])
+        assert abs(s["dice"] - dice(rasterise(written[name], cbct), expert == label)) < 0.005, s
+    assert scored["ROI"]["compared_with"] is None  # no structure of that name on the CBCT
+    assert report["mean_dice"] > 0.5, report

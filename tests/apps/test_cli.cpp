@@ -90,6 +90,29 @@ TEST_F(Cli, ApplyTakesTheGridFromTheField) {
   EXPECT_FALSE(fs::exists(path("o.nii.gz")));
 }
 
+// Structure sets in apply and evaluate: what goes together, refused before any reading.
+TEST_F(Cli, ContoursOptionsGoTogether) {
+  Result r = run("apply --field " + path("field.nii.gz") + " --contours rs.dcm --moving " + path("moving.nii.gz") +
+                 " --out " + path("o.dcm"));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("--contours needs --moving (the DICOM series folder it is drawn on) and --reference"),
+            std::string::npos) << r.output;
+  r = run("apply --field " + path("field.nii.gz") + " --contours rs.dcm --moving a/ --reference b/ --qc q.png --out o.dcm");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("--qc is for images; --contours carries a structure set"), std::string::npos) << r.output;
+  r = run("apply --field " + path("field.nii.gz") + " --moving " + path("moving.nii.gz") + " --fixed-contours rs.dcm --out " +
+          path("o.nii.gz"));
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("--fixed-contours goes with --contours"), std::string::npos) << r.output;
+  r = run("evaluate --fixed-contours a.dcm --warped-contours b.dcm");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("--fixed-contours, --warped-contours and --series go together"), std::string::npos) << r.output;
+  // A missing series folder is bad input naming it.
+  r = run("evaluate --fixed-contours a.dcm --warped-contours b.dcm --series " + path("nope"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(path("nope") + ": --series is the DICOM series folder"), std::string::npos) << r.output;
+}
+
 // --help lists a subcommand's options in groups, the presets as a table.
 TEST_F(Cli, HelpListsTheOptionsInGroups) {
   const Result r = run("register --help");

@@ -9,7 +9,9 @@
 #include "autoreg/io/mapped.h"
 #include "autoreg/io/transform.h"
 #include "autoreg/io/volume.h"
+#include "autoreg/pipeline/contours_job.h"
 #include "autoreg/pipeline/output_files.h"
+#include "autoreg/pipeline/register_job.h"
 #include "autoreg/pipeline/qc_picture.h"
 
 namespace autoreg::pipeline {
@@ -71,6 +73,34 @@ void apply_points_files(const ApplyPointsJob& p) {
     points.points = io::displace_points(points.points, u, grid, p.points);
   }
   io::write_points(p.out, points);
+}
+
+nlohmann::json apply_contours_files(const ApplyContoursJob& p) {
+  io::check_output(p.out);
+  const io::Geometry moving_grid = io::read_geometry(p.moving), fixed_grid = io::read_geometry(p.reference);
+  at::Tensor u;  // the whole map on the reference grid, in its voxels
+  if (is_affine_file(p.field)) {
+    u = io::compose_affine(fixed_grid, io::read_affine(p.field), at::Tensor());
+  } else {
+    io::Geometry field_grid;
+    u = io::read_displacement_field(p.field, &field_grid);
+    if (!io::same_grid(fixed_grid, field_grid)) {
+      throw io::IoError(p.field + ": the field's grid differs from the reference series' (" + p.reference +
+                        "); the field must live on the series the structures are carried onto");
+    }
+  }
+  RegisterJob job;  // the pair's contours, as register reads them
+  job.moving = p.moving;
+  job.fixed = p.reference;
+  job.moving_contours = p.contours;
+  job.fixed_contours = p.fixed_contours;
+  job.out_contours = p.out;
+  const PairContours contours = read_pair_contours(job, moving_grid, fixed_grid);
+  const CarriedContours carried = carry_contours(contours, moving_grid, fixed_grid, u);
+  write_carried_contours(p.out, contours, carried);
+  nlohmann::json summary = {{"moving", p.contours}, {"structures", carried.summary}, {"written", p.out}};
+  if (!p.fixed_contours.empty()) summary["fixed"] = p.fixed_contours;
+  return summary;
 }
 
 }  // namespace autoreg::pipeline

@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "autoreg/base/atomic_file.h"
+#include "autoreg/base/csv.h"
 #include "autoreg/io/grid.h"
 #include "autoreg/io/mapped.h"
 #include "autoreg/pipeline/output_files.h"
@@ -258,13 +259,7 @@ std::string label_table_path(const std::string& labels) {
 void write_label_table(const std::string& path, const CarriedContours& carried) {
   std::string text = "label,name,red,green,blue\n";
   for (const rt::Roi& roi : carried.rois) {
-    std::string name = roi.name;
-    if (name.find_first_of(",\"\n") != std::string::npos) {
-      std::string quoted = "\"";
-      for (char ch : name) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch == '\n' ? ' ' : ch);
-      name = quoted + "\"";
-    }
-    text += std::to_string(roi.number) + "," + name + "," + std::to_string(roi.color[0]) + "," +
+    text += std::to_string(roi.number) + "," + base::csv_field(roi.name) + "," + std::to_string(roi.color[0]) + "," +
             std::to_string(roi.color[1]) + "," + std::to_string(roi.color[2]) + "\n";
   }
   base::write_file_atomically(path, text);
@@ -274,7 +269,7 @@ void write_carried_contours(const std::string& path, const PairContours& c, cons
   rt::WriteInfo info;
   info.source_sop_instance_uid = c.moving.sop_instance_uid;
   info.source_label = c.moving.label;
-  info.description = "Carried by autoreg register from " + std::filesystem::path(c.moving_file).filename().string() +
+  info.description = "Carried by autoreg (a deformable registration) from " + std::filesystem::path(c.moving_file).filename().string() +
                      " (" + c.moving_series.folder + ") onto " + c.fixed_series.folder + ".";
   rt::write_structure_set(path, carried.rois, c.fixed_series, info);
 }

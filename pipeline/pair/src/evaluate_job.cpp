@@ -7,6 +7,7 @@
 #include "autoreg/base/errors.h"
 #include "autoreg/io/field.h"
 #include "autoreg/io/grid.h"
+#include "autoreg/pipeline/contours_job.h"
 #include "autoreg/pipeline/pair_checks.h"
 #include "autoreg/registration/metrics.h"
 
@@ -109,7 +110,9 @@ nlohmann::json evaluate_files(const EvaluateJob& job) {
     in.fixed_labels_name = job.fixed_labels;
     in.warped_labels_name = job.warped_labels;
   }
-  return evaluate(in);
+  nlohmann::json out = evaluate(in);
+  if (!job.fixed_contours.empty()) out["contours"] = compare_structure_sets(job.fixed_contours, job.warped_contours, job.series);
+  return out;
 }
 
 }  // namespace autoreg::pipeline

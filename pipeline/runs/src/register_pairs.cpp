@@ -11,6 +11,7 @@
 #include <map>
 #include <set>
 
+#include "autoreg/base/csv.h"
 #include "autoreg/base/stopwatch.h"
 #include "autoreg/io/manifest.h"
 #include "autoreg/qc/picture.h"
@@ -101,13 +102,7 @@ bool complete(const Pair& pair) {
 
 std::string csv_field(const nlohmann::json& v) {
   if (v.is_null()) return "";
-  if (v.is_string()) {
-    std::string s = v.get<std::string>();
-    if (s.find_first_of(",\"\n") == std::string::npos) return s;
-    std::string q = "\"";
-    for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c == '\n' ? ' ' : c);
-    return q + "\"";
-  }
+  if (v.is_string()) return base::csv_field(v.get<std::string>());
   return v.dump();
 }
 

@@ -7,6 +7,8 @@
 // through the same calls (io::sample_mapped, io::displace_points).
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 
 #include "autoreg/io/points.h"
@@ -29,5 +31,19 @@ struct ApplyPointsJob {
   io::PointFileOptions point_options;  // voxel-index points: their grid and base
 };
 void apply_points_files(const ApplyPointsJob& job);
+
+// An RT Structure Set drawn on the moving DICOM series carried through the field (or
+// affine) onto the reference series and written there as a new one (contours_job.h:
+// carry_contours, write_carried_contours); with `fixed_contours`, each carried structure
+// scored against the reference series' own. Returns the carried structures' summary
+// (register --json's "contours").
+struct ApplyContoursJob {
+  std::string field;
+  std::string contours, moving;  // the structure set and the series folder it is drawn on
+  std::string reference;         // the series folder to carry it onto (the field's grid)
+  std::string out;               // the new structure set
+  std::string fixed_contours;    // optional: the reference series' own structure set
+};
+nlohmann::json apply_contours_files(const ApplyContoursJob& job);
 
 }  // namespace autoreg::pipeline

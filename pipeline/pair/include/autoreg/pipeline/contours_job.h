@@ -71,6 +71,15 @@ void write_warped_series(const std::string& folder, const io::Volume& warped, co
 // Writes the carried structures as a new RT Structure Set on the fixed series.
 void write_carried_contours(const std::string& path, const PairContours& contours, const CarriedContours& carried);
 
+// `autoreg evaluate --fixed-contours A --warped-contours B --series DIR`: two structure
+// sets drawn on one DICOM series (the fixed one's expert contours, and those carried onto
+// it), each structure of B filled on the series' grid and scored against A's structure of
+// the same name (matching_structure): {"structures": [{name, compared_with, dice,
+// hd95_mm, volume_ml, reference_volume_ml}], "mean_dice", "mean_hd95_mm"}; a structure with
+// no match has compared_with null and no scores. io::IoError naming the file at fault.
+nlohmann::json compare_structure_sets(const std::string& fixed_file, const std::string& warped_file,
+                                      const std::string& series_folder);
+
 // The fixed structure a moving one is compared with: the same name (ignoring case), or
 // else the one name that agrees but for its last `_` part (`Bowel_sm_planCT` and
 // `Bowel_sm_CBCT`: the series each was drawn on); -1 where none or several do.

@@ -8,6 +8,8 @@
 //   tre {points, before {mean_mm, median_mm, p95_mm, max_mm}, after {…},
 //        per_point_mm [{before, after}]}                                  (with landmarks;
 //                                                                          after: with a field)
+//   contours {structures [{name, compared_with, dice, hd95_mm, …}], mean_dice,
+//             mean_hd95_mm}                                               (with structure sets)
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -52,6 +54,9 @@ struct EvaluateJob {
   std::vector<int64_t> labels;
   std::string fixed_points, moving_points;
   io::PointFileOptions point_options;  // voxel-index landmarks: their grid and base
+  // Two RT Structure Sets on the DICOM series `series` (a folder): the report's
+  // "contours", per structure (contours_job.h: compare_structure_sets).
+  std::string fixed_contours, warped_contours, series;
 };
 nlohmann::json evaluate_files(const EvaluateJob& job);
 
