@@ -19,14 +19,16 @@ ops.load()
 
 from ._autoreg import InputError, SettingsError  # noqa: E402
 from .api import Registration, apply, apply_points, evaluate, model_inputs, pack, presets, register  # noqa: E402
+from .contours import Structure, StructureSet, read_contours, write_contours  # noqa: E402
 from .images import Image  # noqa: E402
 from .network import ModelInfo, RegistrationModel, default_model_path, load_model, save_model  # noqa: E402
 
 __version__ = "0.1.0"
 
 __all__ = ["Image", "InputError", "ModelFileError", "ModelInfo", "Registration", "RegistrationModel", "SettingsError",
-           "apply", "apply_points", "default_model_path", "evaluate", "export_onnx", "load_model", "model_inputs", "ops",
-           "pack", "presets", "register", "save_model"]
+           "Structure", "StructureSet", "apply", "apply_points", "default_model_path", "evaluate", "export_onnx",
+           "load_model", "model_inputs", "ops", "pack", "presets", "read_contours", "register", "save_model",
+           "write_contours"]
 
 
 def export_onnx(*args, **kwargs):

@@ -22,6 +22,8 @@
 #include "autoreg/pipeline/register_job.h"
 #include "autoreg/pipeline/registration_settings.h"
 #include "autoreg/registration/metrics.h"
+#include "autoreg/rt/errors.h"
+#include "contours.h"
 #include "convert.h"
 #include "settings.h"
 
@@ -292,6 +294,8 @@ PYBIND11_MODULE(_autoreg, m) {
       if (p) std::rethrow_exception(p);
     } catch (const autoreg::io::IoError& e) {
       py::set_error(input_error, e.what());
+    } catch (const autoreg::rt::DicomError& e) {
+      py::set_error(input_error, e.what());
     } catch (const autoreg::registration::ModelFileError& e) {
       py::set_error(input_error, e.what());
     } catch (const autoreg::pipeline::NoDefaultModel& e) {
@@ -309,6 +313,7 @@ PYBIND11_MODULE(_autoreg, m) {
   m.def("move_points", &move_points);
   m.def("evaluate_arrays", &evaluate_arrays);
   m.def("pack", &pack);
+  add_contours(m);
   // The settings table (registration_settings.h) and what keywords make of it, for the
   // test that walks every row through the command line, Python and the ITK filter.
   m.def("settings_table", [] {

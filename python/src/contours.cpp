@@ -1,0 +1,110 @@
+#include "contours.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "autoreg/io/volume.h"
+#include "autoreg/rt/contours.h"
+#include "autoreg/rt/rasterise.h"
+#include "autoreg/rt/series.h"
+#include "autoreg/rt/structure_set.h"
+#include "autoreg/rt/write.h"
+
+namespace autoreg::python {
+namespace {
+
+namespace py = pybind11;
+using MaskArray = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>;
+
+rt::DicomSeries series_of(const std::string& folder) {
+  if (!std::filesystem::is_directory(folder)) {
+    throw io::IoError(folder + ": give the DICOM series' folder (the structure set is drawn on its slices)");
+  }
+  return rt::read_series(folder);
+}
+
+py::dict grid_dict(const rt::Grid& g) {
+  py::dict d;
+  d["spacing"] = py::make_tuple(g.spacing[0], g.spacing[1], g.spacing[2]);
+  d["origin"] = py::make_tuple(g.origin[0], g.origin[1], g.origin[2]);
+  py::list direction;
+  for (double v : g.direction) direction.append(v);
+  d["direction"] = py::tuple(direction);
+  d["size"] = py::make_tuple(g.size[0], g.size[1], g.size[2]);
+  return d;
+}
+
+// Every structure with a closed contour, filled on the series' grid ([k, j, i] uint8).
+py::tuple read_structures(const std::string& rtstruct, const std::string& folder) {
+  const rt::DicomSeries series = series_of(folder);
+  const rt::StructureSet set = rt::read_structure_set(rtstruct);
+  rt::check_references(set, series, rtstruct, folder);
+  py::list structures;
+  const auto& n = series.grid.size;
+  for (const rt::Roi& roi : set.rois) {
+    if (roi.contours.empty()) continue;
+    const rt::Rasterised filled = rt::rasterise(roi, series.grid, rtstruct);
+    MaskArray mask({py::ssize_t(n[2]), py::ssize_t(n[1]), py::ssize_t(n[0])});
+    std::memcpy(mask.mutable_data(), filled.mask.data(), filled.mask.size());
+    py::dict s;
+    s["number"] = roi.number;
+    s["name"] = roi.name;
+    s["colour"] = py::make_tuple(roi.color[0], roi.color[1], roi.color[2]);
+    s["interpreted_type"] = roi.interpreted_type;
+    s["mask"] = mask;
+    structures.append(s);
+  }
+  return py::make_tuple(structures, grid_dict(series.grid), set.label);
+}
+
+// Masks on the series' grid contoured at one half on each slice and written as a new
+// structure set on the series. Returns the number of contours written.
+int write_structures(const std::string& path, const py::list& structures, const std::string& folder,
+                     const std::string& description) {
+  const rt::DicomSeries series = series_of(folder);
+  const auto& n = series.grid.size;
+  std::vector<rt::Roi> rois;
+  for (const py::handle& item : structures) {
+    const py::dict s = py::cast<py::dict>(item);
+    rt::Roi roi;
+    roi.number = py::cast<int>(s["number"]);
+    roi.name = py::cast<std::string>(s["name"]);
+    const auto colour = py::cast<std::vector<int>>(s["colour"]);
+    if (colour.size() != 3) throw io::IoError("structure " + roi.name + ": colour needs 3 values (0-255)");
+    roi.color = {colour[0], colour[1], colour[2]};
+    if (s.contains("interpreted_type")) roi.interpreted_type = py::cast<std::string>(s["interpreted_type"]);
+    const MaskArray mask = py::cast<MaskArray>(s["mask"]);
+    if (mask.ndim() != 3 || mask.shape(0) != n[2] || mask.shape(1) != n[1] || mask.shape(2) != n[0]) {
+      throw io::IoError("structure " + roi.name + ": its mask is not on the grid of " + folder + " (" +
+                        std::to_string(n[2]) + "×" + std::to_string(n[1]) + "×" + std::to_string(n[0]) + ", [k, j, i])");
+    }
+    std::vector<float> values(size_t(mask.size()));
+    for (size_t i = 0; i < values.size(); ++i) values[i] = mask.data()[i] ? 1.0f : 0.0f;
+    {
+      py::gil_scoped_release release;
+      roi.contours = rt::contours_from_volume(values.data(), series, 0.5);
+    }
+    rois.push_back(std::move(roi));
+  }
+  rt::WriteInfo info;
+  info.description = description;
+  try {
+    return rt::write_structure_set(path, rois, series, info).contours;
+  } catch (const std::invalid_argument& e) {
+    throw io::IoError(path + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+void add_contours(py::module_& m) {
+  m.def("read_structures", &read_structures);
+  m.def("write_structures", &write_structures);
+}
+
+}  // namespace autoreg::python
