@@ -31,7 +31,9 @@ int run_segment(int argc, char** argv) {
                      "fusion).", ' ', "0.1");
   TCLAP::ValueArg<std::string> atlases("", "atlases", "CSV manifest of the atlases: columns image,labels (paths relative to it)", true, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> target("", "target", "the image to segment", true, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> out("", "out", "the fused label map (on the target's grid)", true, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> out("", "out", "the fused label map (on the target's grid)", false, "", "FILE", cmd);
+  TCLAP::ValueArg<std::string> out_contours("", "out-contours", "with a DICOM series as --target (its folder): the fused labels as a new RT Structure Set on it, each label a structure (named by --label-names)", false, "", "RS.dcm", cmd);
+  TCLAP::ValueArg<std::string> label_names("", "label-names", "with --out-contours: a table label,name[,red,green,blue] naming the structures (the labels it does not name are left out; without it: label N)", false, "", "FILE.csv", cmd);
   std::vector<std::string> methods = {"majority", "weighted", "jlf"};
   TCLAP::ValuesConstraint<std::string> method_allowed(methods);
   TCLAP::ValueArg<std::string> fusion("", "fusion", "majority, weighted (locally weighted vote) or jlf (joint label fusion, default)", false, "jlf", &method_allowed, cmd);
@@ -62,8 +64,15 @@ int run_segment(int argc, char** argv) {
   p.out_warped_dir = out_warped_dir.getValue();
   p.target_labels = target_labels.getValue();
   p.qc = qc.getValue();
+  p.out_contours = out_contours.getValue();
+  p.label_names = label_names.getValue();
+  if (p.out.empty() && p.out_contours.empty()) {
+    throw UsageError("nothing to write: give --out FILE (the fused label map) or, with a DICOM series as --target, "
+                     "--out-contours RS.dcm");
+  }
+  if (!p.label_names.empty() && p.out_contours.empty()) throw UsageError("--label-names names the structures of --out-contours");
   if (!p.qc.empty() && !ends_with_png(p.qc)) throw UsageError("--qc writes a PNG picture: give a name ending in .png");
-  refuse_overwrite({&p.out, &p.qc}, {&p.target, &p.atlases, &p.target_labels});
+  refuse_overwrite({&p.out, &p.qc, &p.out_contours}, {&p.target, &p.atlases, &p.target_labels, &p.label_names});
   auto& o = p.options;
   o.fusion.method = segmentation::parse_method(fusion.getValue());
   if (patch_radius.getValue() < 0 || patch_radius.getValue() > 8) throw UsageError("--patch-radius must be 0-8");
@@ -97,7 +106,8 @@ int run_segment(int argc, char** argv) {
   if (json.getValue()) {
     std::printf("%s\n", summary.dump(2).c_str());
   } else {
-    std::printf("wrote %s (%zu atlases, %s) in %.1f s", p.out.c_str(), summary["atlases"].size(),
+    const std::string written = p.out.empty() ? p.out_contours : p.out_contours.empty() ? p.out : p.out + " and " + p.out_contours;
+    std::printf("wrote %s (%zu atlases, %s) in %.1f s", written.c_str(), summary["atlases"].size(),
                 summary["fusion"].get<std::string>().c_str(), summary["seconds"].get<double>());
     if (summary.contains("dice")) std::printf("; mean Dice %.4f", summary["dice"].get<double>());
     std::printf("\n");

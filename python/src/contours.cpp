@@ -9,11 +9,10 @@
 #include <vector>
 
 #include "autoreg/io/volume.h"
-#include "autoreg/rt/contours.h"
+#include "autoreg/pipeline/contours_job.h"
 #include "autoreg/rt/rasterise.h"
 #include "autoreg/rt/series.h"
 #include "autoreg/rt/structure_set.h"
-#include "autoreg/rt/write.h"
 
 namespace autoreg::python {
 namespace {
@@ -62,42 +61,32 @@ py::tuple read_structures(const std::string& rtstruct, const std::string& folder
   return py::make_tuple(structures, grid_dict(series.grid), set.label);
 }
 
-// Masks on the series' grid contoured at one half on each slice and written as a new
-// structure set on the series. Returns the number of contours written.
+// Masks on the series' grid written as a new structure set on it (contours_job.h:
+// write_structure_masks). Returns the number of contours written.
 int write_structures(const std::string& path, const py::list& structures, const std::string& folder,
                      const std::string& description) {
   const rt::DicomSeries series = series_of(folder);
   const auto& n = series.grid.size;
-  std::vector<rt::Roi> rois;
+  std::vector<pipeline::StructureMask> masks;
   for (const py::handle& item : structures) {
     const py::dict s = py::cast<py::dict>(item);
-    rt::Roi roi;
-    roi.number = py::cast<int>(s["number"]);
-    roi.name = py::cast<std::string>(s["name"]);
+    pipeline::StructureMask m;
+    m.roi.number = py::cast<int>(s["number"]);
+    m.roi.name = py::cast<std::string>(s["name"]);
     const auto colour = py::cast<std::vector<int>>(s["colour"]);
-    if (colour.size() != 3) throw io::IoError("structure " + roi.name + ": colour needs 3 values (0-255)");
-    roi.color = {colour[0], colour[1], colour[2]};
-    if (s.contains("interpreted_type")) roi.interpreted_type = py::cast<std::string>(s["interpreted_type"]);
+    if (colour.size() != 3) throw io::IoError("structure " + m.roi.name + ": colour needs 3 values (0-255)");
+    m.roi.color = {colour[0], colour[1], colour[2]};
+    if (s.contains("interpreted_type")) m.roi.interpreted_type = py::cast<std::string>(s["interpreted_type"]);
     const MaskArray mask = py::cast<MaskArray>(s["mask"]);
     if (mask.ndim() != 3 || mask.shape(0) != n[2] || mask.shape(1) != n[1] || mask.shape(2) != n[0]) {
-      throw io::IoError("structure " + roi.name + ": its mask is not on the grid of " + folder + " (" +
+      throw io::IoError("structure " + m.roi.name + ": its mask is not on the grid of " + folder + " (" +
                         std::to_string(n[2]) + "×" + std::to_string(n[1]) + "×" + std::to_string(n[0]) + ", [k, j, i])");
     }
-    std::vector<float> values(size_t(mask.size()));
-    for (size_t i = 0; i < values.size(); ++i) values[i] = mask.data()[i] ? 1.0f : 0.0f;
-    {
-      py::gil_scoped_release release;
-      roi.contours = rt::contours_from_volume(values.data(), series, 0.5);
-    }
-    rois.push_back(std::move(roi));
+    m.mask.assign(mask.data(), mask.data() + mask.size());
+    masks.push_back(std::move(m));
   }
-  rt::WriteInfo info;
-  info.description = description;
-  try {
-    return rt::write_structure_set(path, rois, series, info).contours;
-  } catch (const std::invalid_argument& e) {
-    throw io::IoError(path + ": " + e.what());
-  }
+  py::gil_scoped_release release;
+  return pipeline::write_structure_masks(path, std::move(masks), series, description);
 }
 
 }  // namespace

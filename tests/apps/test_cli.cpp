@@ -113,6 +113,20 @@ TEST_F(Cli, ContoursOptionsGoTogether) {
   EXPECT_NE(r.output.find(path("nope") + ": --series is the DICOM series folder"), std::string::npos) << r.output;
 }
 
+// segment's structure set output: what it needs, and a bad label table named with its line.
+TEST_F(Cli, SegmentContoursOptions) {
+  Result r = run("segment --target t.nii.gz --atlases a.csv");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("nothing to write: give --out FILE (the fused label map) or"), std::string::npos) << r.output;
+  r = run("segment --target t.nii.gz --atlases a.csv --out " + path("o.nii.gz") + " --label-names n.csv");
+  EXPECT_EQ(r.code, 1) << r.output;
+  EXPECT_NE(r.output.find("--label-names names the structures of --out-contours"), std::string::npos) << r.output;
+  std::ofstream(path("names.csv")) << "label,name,red,green,blue\n1,Liver,300,0,0\n";
+  r = run("segment --target t.nii.gz --atlases a.csv --out-contours " + path("o.dcm") + " --label-names " + path("names.csv"));
+  EXPECT_EQ(r.code, 2) << r.output;
+  EXPECT_NE(r.output.find(path("names.csv") + ":2: '300' is not a whole number in 0-255"), std::string::npos) << r.output;
+}
+
 // --help lists a subcommand's options in groups, the presets as a table.
 TEST_F(Cli, HelpListsTheOptionsInGroups) {
   const Result r = run("register --help");

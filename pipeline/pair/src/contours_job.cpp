@@ -6,10 +6,12 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "autoreg/base/atomic_file.h"
 #include "autoreg/base/csv.h"
 #include "autoreg/io/grid.h"
+#include "autoreg/io/manifest.h"
 #include "autoreg/io/mapped.h"
 #include "autoreg/pipeline/output_files.h"
 #include "autoreg/pipeline/register_job.h"
@@ -45,7 +47,8 @@ io::Geometry geometry_of(const rt::Grid& grid) {
 
 // The series of `image` (a DICOM folder) for `file` (a structure set drawn on it, or an
 // output written on it: `what` says which), on the grid the image was read on.
-rt::DicomSeries series_for(const std::string& file, const char* what, const std::string& image, const io::Geometry& grid) {
+rt::DicomSeries series_for(const std::string& file, const std::string& what, const std::string& image,
+                           const io::Geometry& grid) {
   if (!std::filesystem::is_directory(image)) {
     throw io::IoError(file + ": " + what + " a DICOM series; give its series folder as the image (" + image + " is a file)");
   }
@@ -159,7 +162,69 @@ at::Tensor label_map(std::vector<std::pair<double, Carried>>& carried, const io:
   return labels;
 }
 
+// A whole number in 0..most from a label table's field; io::IoError naming the place.
+int table_number(const std::string& text, int least, int most, const std::string& where) {
+  size_t used = 0;
+  int value = -1;
+  try {
+    value = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || value < least || value > most) {
+    throw io::IoError(where + ": '" + text + "' is not a whole number in " + std::to_string(least) + "-" +
+                      std::to_string(most));
+  }
+  return value;
+}
+
 }  // namespace
+
+rt::DicomSeries series_of_image(const std::string& folder, const io::Geometry& grid, const std::string& file) {
+  try {
+    return series_for(file, "a structure set is written on", folder, grid);
+  } catch (const rt::DicomError& e) {
+    throw io::IoError(e.what());
+  }
+}
+
+int write_structure_masks(const std::string& path, std::vector<StructureMask> structures, const rt::DicomSeries& series,
+                          const std::string& description) {
+  const auto& n = series.grid.size;
+  const size_t voxels = size_t(n[0] * n[1] * n[2]);
+  std::vector<rt::Roi> rois;
+  for (StructureMask& s : structures) {
+    if (s.mask.size() != voxels) {
+      throw io::IoError(path + ": the mask of structure " + s.roi.name + " is not on the grid of " + series.folder);
+    }
+    std::vector<float> values(s.mask.begin(), s.mask.end());
+    s.roi.contours = rt::contours_from_volume(values.data(), series, 0.5);
+    rois.push_back(std::move(s.roi));
+  }
+  rt::WriteInfo info;
+  info.description = description;
+  try {
+    return rt::write_structure_set(path, rois, series, info).contours;
+  } catch (const std::invalid_argument& e) {
+    throw io::IoError(path + ": " + e.what());
+  }
+}
+
+std::vector<rt::Roi> read_label_table(const std::string& path) {
+  std::vector<rt::Roi> rois;
+  for (const io::CsvRow& row : io::read_csv(path, {"label", "name", "red", "green", "blue"}, {"label", "name"}, "label table")) {
+    const std::string where = path + ":" + std::to_string(row.line);
+    rt::Roi roi;
+    roi.number = table_number(row.fields[0], 1, std::numeric_limits<int>::max(), where);
+    roi.name = row.fields[1];
+    if (roi.name.empty()) throw io::IoError(where + ": label " + row.fields[0] + " has no name");
+    for (int c = 0; c < 3; ++c) {
+      if (!row.fields[2 + size_t(c)].empty()) roi.color[size_t(c)] = table_number(row.fields[2 + size_t(c)], 0, 255, where);
+    }
+    rois.push_back(std::move(roi));
+  }
+  return rois;
+}
 
 bool names_dicom_folder(const std::string& path) { return !path.empty() && path.back() == '/'; }
 

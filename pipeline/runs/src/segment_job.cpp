@@ -4,6 +4,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -13,8 +14,10 @@
 #include "autoreg/io/grid.h"
 #include "autoreg/io/manifest.h"
 #include "autoreg/io/volume.h"
+#include "autoreg/pipeline/contours_job.h"
 #include "autoreg/pipeline/output_files.h"
 #include "autoreg/pipeline/qc_picture.h"
+#include "autoreg/qc/picture.h"
 #include "autoreg/registration/metrics.h"
 
 namespace autoreg::pipeline {
@@ -36,15 +39,44 @@ std::vector<AtlasFiles> read_atlases(const std::string& path) {
   return atlases;
 }
 
+// The fused labels as structures (their ROI numbers the labels), named by the table
+// (only the labels it names) or "label N" in the QC picture's colours.
+std::vector<StructureMask> label_structures(const at::Tensor& labels, const std::vector<rt::Roi>& table) {
+  const at::Tensor flat = labels.to(at::kInt).contiguous().view({-1});
+  std::vector<StructureMask> out;
+  for (int64_t value : registration::labels_present(labels, labels)) {
+    StructureMask s;
+    auto named = std::find_if(table.begin(), table.end(), [&](const rt::Roi& r) { return r.number == value; });
+    if (!table.empty() && named == table.end()) continue;
+    if (named != table.end()) {
+      s.roi = *named;
+    } else {
+      const qc::Rgb c = qc::label_colour(int32_t(value));
+      s.roi.number = int(value);
+      s.roi.name = "label " + std::to_string(value);
+      s.roi.color = {c.r, c.g, c.b};
+    }
+    const at::Tensor inside = flat.eq(value).to(at::kByte).contiguous();
+    s.mask.assign(inside.data_ptr<uint8_t>(), inside.data_ptr<uint8_t>() + inside.numel());
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 }  // namespace
 
 nlohmann::json segment_files(SegmentJob p) {
   const auto t0 = std::chrono::steady_clock::now();
-  io::check_output(p.out);
-  if (!p.qc.empty()) io::check_output(p.qc);
+  for (const std::string* o : {&p.out, &p.qc, &p.out_contours}) {
+    if (!o->empty()) io::check_output(*o);
+  }
+  const std::vector<rt::Roi> names = p.label_names.empty() ? std::vector<rt::Roi>() : read_label_table(p.label_names);
   const std::vector<AtlasFiles> atlases = read_atlases(p.atlases);
   if (p.options.pair.inverse) check_invertible(p.options.pair);
   const io::Volume target = io::read_volume(p.target);
+  // The series the structures are written on, before any registration.
+  const rt::DicomSeries series =
+      p.out_contours.empty() ? rt::DicomSeries() : series_of_image(p.target, target.geometry, p.out_contours);
   io::Volume truth;
   if (!p.target_labels.empty()) {
     truth = io::read_volume(p.target_labels, io::PixelKind::Labels);
@@ -70,7 +102,13 @@ nlohmann::json segment_files(SegmentJob p) {
   }
   p.options.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   const Segmentation s = segment(target, atlases, p.options);
-  io::write_volume(p.out, s.labels);
+  if (!p.out.empty()) io::write_volume(p.out, s.labels);
+  int contours = 0;
+  if (!p.out_contours.empty()) {
+    contours = write_structure_masks(p.out_contours, label_structures(s.labels.data, names), series,
+                                     "Segmented by autoreg segment (multi-atlas, " +
+                                         segmentation::to_string(p.options.fusion.method) + " fusion) from " + p.atlases + ".");
+  }
   if (!warped_csv.empty()) base::write_file_atomically(p.out_warped_dir + "/atlases.csv", warped_csv);
   if (!p.out_probabilities.empty()) {
     for (int64_t l : segmentation::label_values(s.atlases)) {
@@ -102,6 +140,7 @@ nlohmann::json segment_files(SegmentJob p) {
                         {"threads", at::get_num_threads()},
                         {"model", p.options.pair.model_file}};
   if (truth.data.defined()) out["dice"] = registration::mean_dice_over_reference(truth.data, s.labels.data);
+  if (!p.out_contours.empty()) out["contours"] = {{"written", p.out_contours}, {"contours", contours}};
   if (!p.qc.empty()) {
     // The fused labels outlined on the target, beside the mean of the warped atlases.
     const at::Tensor mean_atlas = at::stack(s.atlases.images).mean(0).unsqueeze(0).unsqueeze(0);

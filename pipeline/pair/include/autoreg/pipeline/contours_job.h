@@ -71,6 +71,27 @@ void write_warped_series(const std::string& folder, const io::Volume& warped, co
 // Writes the carried structures as a new RT Structure Set on the fixed series.
 void write_carried_contours(const std::string& path, const PairContours& contours, const CarriedContours& carried);
 
+// The DICOM series in `folder`, checked to make `grid` (the grid its image was read on):
+// what a structure set `file` is drawn on or written on. io::IoError naming both
+// otherwise, or when `folder` is a file.
+rt::DicomSeries series_of_image(const std::string& folder, const io::Geometry& grid, const std::string& file);
+
+// Structures given as masks on a series' grid (voxel_count(series.grid) values, 1 inside),
+// each contoured at one half on every slice and written as a new RT Structure Set on the
+// series (`segment --out-contours`, Python's write_contours). Returns the contours written.
+// io::IoError naming `path` for a mask off the grid or a bad ROI number.
+struct StructureMask {
+  rt::Roi roi;  // number, name, colour, interpreted type (its contours are made here)
+  std::vector<uint8_t> mask;
+};
+int write_structure_masks(const std::string& path, std::vector<StructureMask> structures, const rt::DicomSeries& series,
+                          const std::string& description);
+
+// A label table, label,name[,red,green,blue] (what `register --out-labels` writes beside
+// carried structures): each label's ROI number, name and colour. io::IoError naming the
+// file and line for a label that is not a positive whole number or a colour out of 0-255.
+std::vector<rt::Roi> read_label_table(const std::string& path);
+
 // `autoreg evaluate --fixed-contours A --warped-contours B --series DIR`: two structure
 // sets drawn on one DICOM series (the fixed one's expert contours, and those carried onto
 // it), each structure of B filled on the series' grid and scored against A's structure of

@@ -15,11 +15,16 @@ namespace autoreg::pipeline {
 struct SegmentJob {
   std::string atlases;            // CSV manifest: columns image,labels (paths relative to it)
   std::string target;             // the image to segment
-  std::string out;                // the fused label map (target's grid)
+  std::string out;                // the fused label map (target's grid); "": none (out_contours only)
   std::string out_probabilities;  // optional folder: label_<value>.nii.gz, each label's fused probability
   std::string out_warped_dir;     // optional folder: every atlas on the target's grid, with an atlases.csv
   std::string target_labels;      // optional: the target's own labels, for Dice in the summary
   std::string qc;                 // optional: the QC picture (PNG)
+  // Optional, with a DICOM series as the target (its folder): the fused labels as a new RT
+  // Structure Set on it, each label a structure named by the table `label_names`
+  // (label,name[,red,green,blue]; without it "label N"); labels the table does not name
+  // are left out when a table is given.
+  std::string out_contours, label_names;
   SegmentOptions options;         // options.pair from pair_options(settings): the model, read once
 };
 
