@@ -31,12 +31,17 @@ if [[ ! -f "$AUTOREG_BUILD_DIR/CMakeCache.txt" ]]; then
     -DAUTOREG_SANITIZE=address,undefined,fuzzer-no-link -DAUTOREG_WITH_CUDA=OFF -DAUTOREG_BUILD_TESTS=OFF \
     -DAUTOREG_BUILD_BENCHMARKS=OFF -DAUTOREG_BUILD_EXAMPLES=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
 fi
-# Only what the targets link (not the command line, the ITK filter or the search).
+# Only what the targets link (not the command line, the ITK filter or the search). The
+# seeds come from the regular build's autoreg_fuzz_seeds when there is one (the same
+# seeds, without building io/ and registration/ again under the sanitizers).
+seeds_tool="$root/build/bin/autoreg_fuzz_seeds"
+build_targets=($(printf 'fuzz_%s ' "${targets[@]}"))
+[[ -x "$seeds_tool" ]] || { seeds_tool="$AUTOREG_BUILD_DIR/bin/autoreg_fuzz_seeds"; build_targets+=(autoreg_fuzz_seeds); }
 CCACHE_DIR="${CCACHE_DIR:-${AUTOREG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/autoreg}/ccache}" \
-  cmake --build "$AUTOREG_BUILD_DIR" -j "${AUTOREG_JOBS:-2}" --target autoreg_fuzz_seeds $(printf 'fuzz_%s ' "${targets[@]}")
+  cmake --build "$AUTOREG_BUILD_DIR" -j "${AUTOREG_JOBS:-2}" --target "${build_targets[@]}"
 cache="${AUTOREG_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/autoreg}"
 seeds="$AUTOREG_BUILD_DIR/fuzz-seeds"
-"$AUTOREG_BUILD_DIR/bin/autoreg_fuzz_seeds" "$seeds" "$root" >/dev/null
+"$seeds_tool" "$seeds" "$root" >/dev/null
 export ASAN_OPTIONS="detect_leaks=1:detect_container_overflow=0:detect_odr_violation=0:${ASAN_OPTIONS:-}"
 export LSAN_OPTIONS="suppressions=$root/scripts/sanitize.supp:print_suppressions=0:${LSAN_OPTIONS:-}"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}"
