@@ -35,9 +35,8 @@ int run_adapt(int argc, char** argv) {
   TCLAP::ValueArg<std::string> model("", "model", "the model to adapt (.autoreg), or 'default'", true, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> manifest("", "manifest", "CSV manifest of the new domain's scans", true, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> out("", "out", "the adapted model file to write (.autoreg)", true, "", "FILE", cmd);
-  std::vector<std::string> methods = {"ftm", "finetune"};
-  TCLAP::ValuesConstraint<std::string> method_allowed(methods);
-  TCLAP::ValueArg<std::string> method("", "method", "ftm (default: a scale and a shift per channel after every operation, the weights frozen) or finetune (every weight)", false, pipeline::to_string(d.method), &method_allowed, cmd);
+  Choices methods(pipeline::kAdaptMethodNames);
+  TCLAP::ValueArg<std::string> method("", "method", "ftm (default: a scale and a shift per channel after every operation, the weights frozen) or finetune (every weight)", false, pipeline::to_string(d.method), &methods.allowed, cmd);
   TCLAP::ValueArg<int64_t> steps("", "steps", "adaptation steps, one pair each (default 200)", false, d.steps, "N", cmd);
   TCLAP::ValueArg<double> lr("", "lr", "Adam learning rate (default 1e-3 for ftm, 1e-4 for finetune)", false, 1e-3, "R", cmd);
   TCLAP::ValueArg<int64_t> checkpoint_every("", "checkpoint-every", "steps between checkpoints (default 50)", false, d.checkpoint_every, "N", cmd);

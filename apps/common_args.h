@@ -29,6 +29,15 @@ struct ThreadsArg {
   TCLAP::ValueArg<int> arg;
 };
 
+// A choice's names for TCLAP's ValuesConstraint (which keeps a reference to them), from
+// the choice's one name table (base/names.h).
+struct Choices {
+  template <typename Table>
+  explicit Choices(const Table& table) : names(table.names()), allowed(names) {}
+  std::vector<std::string> names;
+  TCLAP::ValuesConstraint<std::string> allowed;
+};
+
 struct DeviceArg {
   explicit DeviceArg(TCLAP::CmdLine& cmd) : arg("", "device", "cpu (default) or cuda", false, "cpu", &allowed, cmd) {}
   const std::string& value() const { return arg.getValue(); }

@@ -41,16 +41,13 @@ int run_search(int argc, char** argv) {
   TCLAP::ValueArg<int64_t> retrain_steps("", "retrain-steps", "retraining steps of the derived network (default 1000, or the rest of --budget-minutes; 0: no retraining, no model)", false, d.kRetrainSteps, "N", cmd);
   TCLAP::ValueArg<std::string> grid("", "grid", "model grid DxHxW at --spacing (default: the reference's foreground box + 8 mm)", false, "", "DxHxW", cmd);
   TCLAP::ValueArg<double> spacing("", "spacing", "model grid spacing in mm (default 2)", false, d.spacing, "MM", cmd);
-  std::vector<std::string> modes = {"joint", "sequential"}, orders = {"first", "second"}, edge_sets = {"all", "deformation", "none"},
-                           paths = {"sampled", "mixed"};
-  TCLAP::ValuesConstraint<std::string> mode_allowed(modes), order_allowed(orders), edges_allowed(edge_sets),
-      path_allowed(paths);
-  TCLAP::ValueArg<std::string> mode("", "mode", "joint (default: ω, α and λ in one loop) or sequential (α, then λ on the derived architecture)", false, search::to_string(d.search.mode), &mode_allowed, cmd);
-  TCLAP::ValueArg<std::string> order("", "order", "α's gradient: first (default) or second order (finite-difference Hessian-vector product)", false, search::to_string(d.search.order), &order_allowed, cmd);
-  TCLAP::ValueArg<std::string> edges("", "edges", "searched edges: all (default, 12), deformation (the 6 D-cell edges) or none (only λ, on --genotype)", false, search::to_string(d.search.edges), &edges_allowed, cmd);
+  Choices modes(search::kModeNames), orders(search::kOrderNames), edge_sets(search::kEdgeSetNames), paths(search::kPathNames);
+  TCLAP::ValueArg<std::string> mode("", "mode", "joint (default: ω, α and λ in one loop) or sequential (α, then λ on the derived architecture)", false, search::to_string(d.search.mode), &modes.allowed, cmd);
+  TCLAP::ValueArg<std::string> order("", "order", "α's gradient: first (default) or second order (finite-difference Hessian-vector product)", false, search::to_string(d.search.order), &orders.allowed, cmd);
+  TCLAP::ValueArg<std::string> edges("", "edges", "searched edges: all (default, 12), deformation (the 6 D-cell edges) or none (only λ, on --genotype)", false, search::to_string(d.search.edges), &edge_sets.allowed, cmd);
   TCLAP::ValueArg<std::string> genotype("", "genotype", "the base genotype: the operations of edges that are not searched, and α's starting point with --base-logit (default: the default network's)", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> path("", "path", "the weights' path: mixed (default, DARTS: every allowed candidate, ~7x a network's step) or sampled (GDAS: one candidate per edge and step; did not train on OASIS-TRT, see docs/search.md)", false, search::to_string(d.search.path), &path_allowed, cmd);
-  TCLAP::ValueArg<std::string> arch_path("", "arch-path", "α's gradient: mixed (default, DARTS: every allowed candidate) or sampled (GDAS straight-through on the step's path)", false, search::to_string(d.search.architecture_path), &path_allowed, cmd);
+  TCLAP::ValueArg<std::string> path("", "path", "the weights' path: mixed (default, DARTS: every allowed candidate, ~7x a network's step) or sampled (GDAS: one candidate per edge and step; did not train on OASIS-TRT, see docs/search.md)", false, search::to_string(d.search.path), &paths.allowed, cmd);
+  TCLAP::ValueArg<std::string> arch_path("", "arch-path", "α's gradient: mixed (default, DARTS: every allowed candidate) or sampled (GDAS straight-through on the step's path)", false, search::to_string(d.search.architecture_path), &paths.allowed, cmd);
   TCLAP::ValueArg<double> max_forward("", "max-forward-ms", "forward-time budget of the derived network at the model grid on this machine (default: the default network's; 0: none)", false, 0, "X", cmd);
   TCLAP::ValueArg<double> latency_weight("", "latency-weight", "weight of the expected forward time (÷ the default network's) in α's objective, always on (default 0: only the budget counts)", false, d.search.latency_weight, "W", cmd);
   TCLAP::ValueArg<double> update_crop("", "update-crop", "α and λ updates see a random box of the pairs, this share of each axis (default 0.6; 1: whole volumes)", false, d.search.update_crop, "F", cmd);
@@ -81,9 +78,8 @@ int run_search(int argc, char** argv) {
   DeviceArg device(cmd);
   ThreadsArg threads(cmd);
   TCLAP::ValueArg<int64_t> batch("", "batch", "pairs per step over all ranks, the global batch, search and retraining (default: one per rank; resumed: the checkpoint's)", false, 1, "G", cmd);
-  std::vector<std::string> validations = {"decoupled", "inline", "off"};
-  TCLAP::ValuesConstraint<std::string> validation_allowed(validations);
-  TCLAP::ValueArg<std::string> validation("", "validation", "decoupled (default: a separate process evaluates each checkpoint of the search, DIR/search.validation.jsonl, and of the retraining, DIR/retrain.validation.jsonl, and keeps the best, DIR/search.best.ckpt and DIR/retrain.best.autoreg), inline (every --validate-every steps; the search waits) or off", false, pipeline::to_string(d.validation), &validation_allowed, cmd);
+  Choices validations(pipeline::kValidationNames);
+  TCLAP::ValueArg<std::string> validation("", "validation", "decoupled (default: a separate process evaluates each checkpoint of the search, DIR/search.validation.jsonl, and of the retraining, DIR/retrain.validation.jsonl, and keeps the best, DIR/search.best.ckpt and DIR/retrain.best.autoreg), inline (every --validate-every steps; the search waits) or off", false, pipeline::to_string(d.validation), &validations.allowed, cmd);
   TCLAP::ValueArg<int> validation_threads("", "validation-threads", "threads of the decoupled validation process (default 1)", false, d.validation_threads, "T", cmd);
   TCLAP::SwitchArg evaluate("", "evaluate", "evaluate this search's checkpoints as they are written instead of searching (the decoupled validation: the search starts one itself; run the search's command with --evaluate, e.g. on another machine sharing DIR): DIR/search.validation.jsonl, the best as DIR/search.best.ckpt", cmd, false);
   TCLAP::SwitchArg sync_checkpoints("", "sync-checkpoints", "write checkpoints in the search's thread (default: in the background)", cmd, false);

@@ -34,9 +34,8 @@ int run_segment(int argc, char** argv) {
   TCLAP::ValueArg<std::string> out("", "out", "the fused label map (on the target's grid)", false, "", "FILE", cmd);
   TCLAP::ValueArg<std::string> out_contours("", "out-contours", "with a DICOM series as --target (its folder): the fused labels as a new RT Structure Set on it, each label a structure (named by --label-names)", false, "", "RS.dcm", cmd);
   TCLAP::ValueArg<std::string> label_names("", "label-names", "with --out-contours: a table label,name[,red,green,blue] naming the structures (the labels it does not name are left out; without it: label N)", false, "", "FILE.csv", cmd);
-  std::vector<std::string> methods = {"majority", "weighted", "jlf"};
-  TCLAP::ValuesConstraint<std::string> method_allowed(methods);
-  TCLAP::ValueArg<std::string> fusion("", "fusion", "majority, weighted (locally weighted vote) or jlf (joint label fusion, default)", false, "jlf", &method_allowed, cmd);
+  Choices methods(segmentation::kMethodNames);
+  TCLAP::ValueArg<std::string> fusion("", "fusion", "majority, weighted (locally weighted vote) or jlf (joint label fusion, default)", false, "jlf", &methods.allowed, cmd);
   TCLAP::ValueArg<int> patch_radius("", "patch-radius", "weighted, jlf: patches of (2R+1)³ voxels (default 2)", false, 2, "R", cmd);
   TCLAP::ValueArg<int> search_radius("", "search-radius", "weighted, jlf: read each atlas where its patch best matches the target's within ±S voxels (local search, as ANTs' -s; default 3; 0: none)", false, 3, "S", cmd);
   TCLAP::SwitchArg no_patch_vote("", "no-patch-vote", "weighted, jlf: each voxel's weights vote for its own labels only (by default every patch votes for all of its voxels, as ANTs' joint fusion)", cmd, false);

@@ -29,9 +29,8 @@ int run_template(int argc, char** argv) {
   TCLAP::ValueArg<int> iterations("", "template-iterations", "shape updates of the template (default 4; --iterations sets each registration's levels, as in register)", false, 4, "N", cmd);
   TCLAP::ValueArg<std::string> initial("", "initial", "the template to start from: affine-mean (default: the subjects affinely aligned to the first and averaged), first (the first subject), or an image file", false, "affine-mean", "HOW", cmd);
   TCLAP::ValueArg<double> step("", "step", "shape-update step: the share of the mean displacement the template moves by each iteration (default 0.25, as ANTs' -g)", false, 0.25, "S", cmd);
-  std::vector<std::string> averaging_names{"mean", "median", "sharpened"};
-  TCLAP::ValuesConstraint<std::string> averaging_allowed(averaging_names);
-  TCLAP::ValueArg<std::string> averaging("", "averaging", "how the warped subjects are averaged: mean (default), median, or sharpened (the mean, unsharp-masked)", false, "mean", &averaging_allowed, cmd);
+  Choices averaging_names(pipeline::kAveragingNames);
+  TCLAP::ValueArg<std::string> averaging("", "averaging", "how the warped subjects are averaged: mean (default), median, or sharpened (the mean, unsharp-masked)", false, "mean", &averaging_names.allowed, cmd);
   TCLAP::SwitchArg resume("", "resume", "continue from the last iteration's checkpoint in --out", cmd, false);
   RegistrationArgs registration(cmd);
   DeviceArg device(cmd);

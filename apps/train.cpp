@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "autoreg/pipeline/train_job.h"
+#include "autoreg/registration/similarity.h"
 #include "autoreg/pipeline/run_loop.h"
 #include "exit_codes.h"
 #include "parse.h"
@@ -41,9 +42,8 @@ int run_train(int argc, char** argv) {
   TCLAP::ValueArg<int64_t> steps("", "steps", "training steps (one pair each; default 1000)", false, d.steps, "N", cmd);
   TCLAP::ValueArg<int64_t> epochs("", "epochs", "instead of --steps: passes over the training subjects", false, 0, "E", cmd);
   TCLAP::ValueArg<double> lr("", "lr", "Adam learning rate (default 1e-4)", false, d.learning_rate, "R", cmd);
-  std::vector<std::string> sims = {"ncc", "mse", "mind"};
-  TCLAP::ValuesConstraint<std::string> sim_allowed(sims);
-  TCLAP::ValueArg<std::string> similarity("", "similarity", "ncc (default, window 9), mse or mind", false, d.similarity, &sim_allowed, cmd);
+  Choices sims(registration::kSimilarityNames);
+  TCLAP::ValueArg<std::string> similarity("", "similarity", "ncc (default, window 9), mse or mind", false, d.similarity, &sims.allowed, cmd);
   TCLAP::ValueArg<double> max_spike("", "max-gradient-spike", "a gradient norm over this many times its running average is a fault: back to the last good state at half the learning rate (default 20; 0: off)", false, d.max_gradient_spike, "X", cmd);
   TCLAP::ValueArg<double> lambda("", "lambda", "weight of the smoothness term (default 1)", false, d.lambda, "λ", cmd);
   TCLAP::ValueArg<std::string> objective("", "objective", "weights of the objective terms instead of --similarity and --lambda, e.g. a search's: ncc9=1,ncc7_half=0.5,ncc5_quarter=0.25,mind=0.1,smoothness=0.8 (missing terms 0)", false, "", "WEIGHTS", cmd);
@@ -57,9 +57,8 @@ int run_train(int argc, char** argv) {
   ModelRunArgs run(cmd, "JSON-lines training log");
   TCLAP::ValueArg<int64_t> batch("", "batch", "pairs per step over all ranks, the global batch (default: one per rank; resumed: the checkpoint's)", false, 1, "G", cmd);
   TCLAP::ValueArg<double> max_unreadable("", "max-unreadable", "share of manifest rows that may be unreadable (reported, skipped and listed in <out>.failures.jsonl; default 0: none)", false, d.max_unreadable, "F", cmd);
-  std::vector<std::string> validations = {"decoupled", "inline", "off"};
-  TCLAP::ValuesConstraint<std::string> validation_allowed(validations);
-  TCLAP::ValueArg<std::string> validation("", "validation", "decoupled (default: a separate process evaluates each checkpoint, <out>.validation.jsonl, and keeps the best, <out>.best.ckpt), inline (every --validate-every steps; training waits) or off", false, pipeline::to_string(d.validation), &validation_allowed, cmd);
+  Choices validations(pipeline::kValidationNames);
+  TCLAP::ValueArg<std::string> validation("", "validation", "decoupled (default: a separate process evaluates each checkpoint, <out>.validation.jsonl, and keeps the best, <out>.best.ckpt), inline (every --validate-every steps; training waits) or off", false, pipeline::to_string(d.validation), &validations.allowed, cmd);
   TCLAP::ValueArg<int> validation_threads("", "validation-threads", "threads of the decoupled validation process (default 1)", false, d.validation_threads, "T", cmd);
   TCLAP::SwitchArg sync_checkpoints("", "sync-checkpoints", "write checkpoints in the training thread, not in the background (to measure what that costs)", cmd, false);
   ScaleOutArgs scale(cmd);

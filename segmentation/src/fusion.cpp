@@ -17,22 +17,6 @@
 
 namespace autoreg::segmentation {
 
-Method parse_method(const std::string& name) {
-  if (name == "majority") return Method::Majority;
-  if (name == "weighted") return Method::Weighted;
-  if (name == "jlf") return Method::Jlf;
-  throw std::invalid_argument("unknown fusion method '" + name + "' (majority, weighted or jlf)");
-}
-
-std::string to_string(Method m) {
-  switch (m) {
-    case Method::Majority: return "majority";
-    case Method::Weighted: return "weighted";
-    case Method::Jlf: return "jlf";
-  }
-  return "?";
-}
-
 namespace {
 
 void check_inputs(const at::Tensor& target, const Atlases& atlases, const Options& o) {

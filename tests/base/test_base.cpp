@@ -13,7 +13,10 @@
 #include <string>
 
 #include "autoreg/base/atomic_file.h"
+#include "autoreg/base/csv.h"
+#include "autoreg/base/errors.h"
 #include "autoreg/base/html.h"
+#include "autoreg/base/names.h"
 
 namespace fs = std::filesystem;
 using namespace autoreg::base;
@@ -154,4 +157,34 @@ TEST(Html, EscapesTheFiveMarkupCharacters) {
   EXPECT_EQ(escape_html("a<b> & \"c\" 'd'"), "a&lt;b&gt; &amp; &quot;c&quot; &#39;d&#39;");
   EXPECT_EQ(escape_html("plain text, é"), "plain text, é");
   EXPECT_EQ(escape_html(""), "");
+}
+
+// An enum's one name table: parsed, named and listed from the same entries; a name it
+// does not know is the given error naming the choice and the names allowed.
+enum class Colour { Red, Green, Blue };
+constexpr autoreg::base::NameTable<Colour, 3> kColours{"--colour", {{{Colour::Red, "red"}, {Colour::Green, "green"}, {Colour::Blue, "blue"}}}};
+
+TEST(NameTable, ParsesNamesAndListsFromOneTable) {
+  EXPECT_EQ(kColours.parse("green"), Colour::Green);
+  EXPECT_STREQ(kColours.name(Colour::Blue), "blue");
+  EXPECT_EQ(kColours.names(), (std::vector<std::string>{"red", "green", "blue"}));
+  EXPECT_EQ(kColours.joined(), "red|green|blue");
+  EXPECT_TRUE(kColours.contains("red"));
+  EXPECT_FALSE(kColours.contains("Red"));
+  for (Colour c : {Colour::Red, Colour::Green, Colour::Blue}) EXPECT_EQ(kColours.parse(kColours.name(c)), c);
+  try {
+    kColours.parse("purple");
+    FAIL() << "no error";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "--colour must be 'red', 'green' or 'blue', got 'purple'");
+  }
+  EXPECT_THROW(kColours.parse<autoreg::base::UsageError>("purple"), autoreg::base::UsageError);
+}
+
+TEST(Csv, QuotesOnlyWhatNeedsIt) {
+  using autoreg::base::csv_field;
+  EXPECT_EQ(csv_field("LUNG_L"), "LUNG_L");
+  EXPECT_EQ(csv_field("a,b"), "\"a,b\"");
+  EXPECT_EQ(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+  EXPECT_EQ(csv_field("two\nlines"), "\"two lines\"");
 }

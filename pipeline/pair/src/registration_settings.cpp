@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "autoreg/pipeline/option_values.h"
+#include "autoreg/registration/regularization.h"
 #include "autoreg/registration/similarity.h"
 
 namespace autoreg::pipeline {
@@ -110,17 +111,12 @@ void apply_preset(const std::string& name, RegistrationSettings& s) {
 namespace {
 
 // The similarity's and the regularizer's names, as the command line refuses others.
-void check_similarity(const std::string& name) {
-  try {
-    registration::parse_similarity(name);
-  } catch (const std::invalid_argument&) {
-    throw SettingsError("--similarity must be ncc, mse or mind, got '" + name + "'");
-  }
+template <typename Table>
+void check_name(const Table& table, const char* option, const std::string& name) {
+  if (!table.contains(name)) throw SettingsError(std::string(option) + " must be " + table.allowed() + ", got '" + name + "'");
 }
-
-void check_regularizer(const std::string& name) {
-  if (name != "diffusion" && name != "tv") throw SettingsError("--regularizer must be diffusion or tv, got '" + name + "'");
-}
+void check_similarity(const std::string& name) { check_name(registration::kSimilarityNames, "--similarity", name); }
+void check_regularizer(const std::string& name) { check_name(registration::kRegularizerNames, "--regularizer", name); }
 
 }  // namespace
 
@@ -300,14 +296,14 @@ std::vector<SettingRow> make_rows() {
   rows.push_back({"deformable", "affine-only", true, "false", "", "stop after the affine pre-alignment",
                   [](const S& s) { return boolean_text(s.deformable); },
                   [](S& s, const std::string& t) { s.deformable = parse_boolean("affine-only", t); }, "false", SettingKind::Boolean});
-  rows.push_back({"similarity", "similarity", false, "", "ncc|mse|mind",
+  rows.push_back({"similarity", "similarity", false, "", registration::kSimilarityNames.joined(),
                   "ncc, mse, or mind (MIND-SSC, for different modalities)", [](const S& s) { return s.similarity; },
                   [](S& s, const std::string& t) {
                     check_similarity(t);
                     s.similarity = t;
                   },
                   "mind"});
-  rows.push_back({"regularizer", "regularizer", false, "", "diffusion|tv",
+  rows.push_back({"regularizer", "regularizer", false, "", registration::kRegularizerNames.joined(),
                   "instance optimisation's smoothness: diffusion (smooth everywhere, brains) or tv (total variation: "
                   "lets organs slide, e.g. the liver along the body wall)",
                   [](const S& s) { return s.regularizer; },

@@ -247,14 +247,6 @@ void adapt_job(const AdaptSettings& s) {
 
 }  // namespace
 
-const char* to_string(AdaptMethod m) { return m == AdaptMethod::Ftm ? "ftm" : "finetune"; }
-
-AdaptMethod parse_adapt_method(const std::string& name) {
-  if (name == "ftm") return AdaptMethod::Ftm;
-  if (name == "finetune") return AdaptMethod::Finetune;
-  throw UsageError("--method: ftm or finetune, not '" + name + "'");
-}
-
 void validate(const AdaptSettings& s) {
   const Paths p = paths(s);
   refuse_overwrite({&p.out, &p.log, &p.best, &p.checkpoint}, {&p.manifest, &p.model});

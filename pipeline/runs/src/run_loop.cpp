@@ -64,17 +64,6 @@ void install_stop_handlers() {
 
 bool stop_requested() { return g_stop != 0; }
 
-const char* to_string(Validation v) {
-  return v == Validation::Decoupled ? "decoupled" : v == Validation::Inline ? "inline" : "off";
-}
-
-Validation parse_validation(const std::string& name) {
-  for (Validation v : {Validation::Decoupled, Validation::Inline, Validation::Off}) {
-    if (name == to_string(v)) return v;
-  }
-  throw base::UsageError("--validation: decoupled, inline or off, not '" + name + "'");
-}
-
 namespace {
 
 // One run of the loop: its clock, log, validation and progress line.

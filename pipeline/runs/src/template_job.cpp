@@ -306,35 +306,13 @@ nlohmann::json build_supervised(const TemplateSettings& s) {
 
 }  // namespace
 
-const char* averaging_name(Averaging a) {
-  switch (a) {
-    case Averaging::Mean: return "mean";
-    case Averaging::Median: return "median";
-    case Averaging::Sharpened: return "sharpened";
-  }
-  return "mean";
-}
-
-Averaging parse_averaging(const std::string& text) {
-  for (Averaging a : {Averaging::Mean, Averaging::Median, Averaging::Sharpened}) {
-    if (text == averaging_name(a)) return a;
-  }
-  throw SettingsError("--averaging must be mean, median or sharpened, got '" + text + "'");
-}
-
 std::string initial_text(const InitialTemplate& t) {
-  switch (t.rule) {
-    case InitialTemplate::Rule::AffineMean: return "affine-mean";
-    case InitialTemplate::Rule::First: return "first";
-    case InitialTemplate::Rule::Image: return t.image;
-  }
-  return "affine-mean";
+  return t.rule == InitialTemplate::Rule::Image ? t.image : InitialTemplate::kNames.name(t.rule);
 }
 
 InitialTemplate parse_initial(const std::string& text) {
-  if (text == "affine-mean") return {};
-  if (text == "first") return {InitialTemplate::Rule::First, ""};
-  return {InitialTemplate::Rule::Image, text};
+  if (!InitialTemplate::kNames.contains(text)) return {InitialTemplate::Rule::Image, text};
+  return {InitialTemplate::kNames.parse(text), ""};
 }
 
 void validate(const TemplateSettings& s) {

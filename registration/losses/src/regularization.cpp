@@ -7,14 +7,6 @@
 
 namespace autoreg::registration {
 
-Regularizer parse_regularizer(const std::string& name) {
-  if (name == "diffusion") return Regularizer::Diffusion;
-  if (name == "tv") return Regularizer::TotalVariation;
-  throw std::invalid_argument("regularizer must be diffusion or tv, got '" + name + "'");
-}
-
-std::string regularizer_name(Regularizer r) { return r == Regularizer::Diffusion ? "diffusion" : "tv"; }
-
 at::Tensor gradient_l2(const at::Tensor& field) {
   TORCH_CHECK(field.dim() == 5, "gradient_l2: field must be N×C×D×H×W, got ", field.sizes());
   at::Tensor sum = at::zeros({}, field.options());

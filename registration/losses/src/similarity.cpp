@@ -118,22 +118,6 @@ at::Tensor mind_ssc(const at::Tensor& image, int64_t radius, int64_t dilation) {
   return at::exp(-ssd / variance);
 }
 
-const char* similarity_name(Similarity kind) {
-  switch (kind) {
-    case Similarity::Ncc: return "ncc";
-    case Similarity::Mse: return "mse";
-    case Similarity::Mind: return "mind";
-  }
-  return "ncc";
-}
-
-Similarity parse_similarity(const std::string& name) {
-  for (Similarity kind : {Similarity::Ncc, Similarity::Mse, Similarity::Mind}) {
-    if (name == similarity_name(kind)) return kind;
-  }
-  throw std::invalid_argument("similarity must be ncc, mse or mind, got '" + name + "'");
-}
-
 at::Tensor similarity_loss(Similarity kind, const at::Tensor& fixed, const at::Tensor& warped, int64_t window,
                            const at::Tensor& weight) {
   for (int64_t d = 2; d < fixed.dim(); ++d) window = std::min(window, fixed.size(d) % 2 ? fixed.size(d) : fixed.size(d) - 1);

@@ -35,13 +35,18 @@
 #include <utility>
 #include <vector>
 
+#include "autoreg/base/names.h"
+
 namespace autoreg::segmentation {
 
 enum class Method { Majority, Weighted, Jlf };
 
-// "majority", "weighted", "jlf"; std::invalid_argument otherwise.
-Method parse_method(const std::string& name);
-std::string to_string(Method m);
+// Its one name table (base/names.h): "majority", "weighted", "jlf"; parse throws
+// std::invalid_argument otherwise.
+inline constexpr base::NameTable<Method, 3> kMethodNames{
+    "fusion method", {{{Method::Majority, "majority"}, {Method::Weighted, "weighted"}, {Method::Jlf, "jlf"}}}};
+inline Method parse_method(const std::string& name) { return kMethodNames.parse(name); }
+inline std::string to_string(Method m) { return kMethodNames.name(m); }
 
 struct Options {
   Method method = Method::Jlf;

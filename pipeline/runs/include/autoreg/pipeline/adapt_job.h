@@ -23,8 +23,11 @@ namespace autoreg::pipeline {
 
 // ftm: the feature-wise transformations alone; finetune: every weight.
 enum class AdaptMethod { Ftm, Finetune };
-const char* to_string(AdaptMethod m);                // "ftm", "finetune"
-AdaptMethod parse_adapt_method(const std::string& name);  // a base::UsageError otherwise
+inline constexpr base::NameTable<AdaptMethod, 2> kAdaptMethodNames{
+    "--method", {{{AdaptMethod::Ftm, "ftm"}, {AdaptMethod::Finetune, "finetune"}}}};
+inline const char* to_string(AdaptMethod m) { return kAdaptMethodNames.name(m); }
+// A base::UsageError for any other name.
+inline AdaptMethod parse_adapt_method(const std::string& name) { return kAdaptMethodNames.parse<base::UsageError>(name); }
 
 struct AdaptSettings {
   std::string model;                       // the model to adapt (.autoreg), or "default"

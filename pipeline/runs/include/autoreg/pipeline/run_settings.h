@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <string>
 
+#include "autoreg/base/errors.h"
+#include "autoreg/base/names.h"
+
 namespace autoreg::pipeline {
 
 // How a run validates its network: inline (every validate_every steps on rank 0; the
@@ -14,9 +17,11 @@ namespace autoreg::pipeline {
 // go into the log and the progress line as they arrive) or off. Named so on the command
 // line (--validation).
 enum class Validation { Decoupled, Inline, Off };
-const char* to_string(Validation v);
+inline constexpr base::NameTable<Validation, 3> kValidationNames{
+    "--validation", {{{Validation::Decoupled, "decoupled"}, {Validation::Inline, "inline"}, {Validation::Off, "off"}}}};
+inline const char* to_string(Validation v) { return kValidationNames.name(v); }
 // A base::UsageError for a name that is none of the three.
-Validation parse_validation(const std::string& name);
+inline Validation parse_validation(const std::string& name) { return kValidationNames.parse<base::UsageError>(name); }
 
 struct ModelRunSettings {
   std::string cache;           // preprocessed volumes; "": <out>.cache

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "autoreg/base/names.h"
 #include "autoreg/parallel/scale_out.h"
 #include "autoreg/pipeline/registration_settings.h"
 
@@ -33,8 +34,11 @@ namespace autoreg::pipeline {
 
 // --averaging: how the warped subjects are averaged into the template.
 enum class Averaging { Mean, Median, Sharpened };
-const char* averaging_name(Averaging a);               // "mean", "median" or "sharpened"
-Averaging parse_averaging(const std::string& text);    // SettingsError naming --averaging otherwise
+inline constexpr base::NameTable<Averaging, 3> kAveragingNames{
+    "--averaging", {{{Averaging::Mean, "mean"}, {Averaging::Median, "median"}, {Averaging::Sharpened, "sharpened"}}}};
+inline const char* averaging_name(Averaging a) { return kAveragingNames.name(a); }
+// SettingsError naming --averaging otherwise.
+inline Averaging parse_averaging(const std::string& text) { return kAveragingNames.parse<SettingsError>(text); }
 
 // --initial: the template to start from.
 struct InitialTemplate {
@@ -45,6 +49,8 @@ struct InitialTemplate {
   };
   Rule rule = Rule::AffineMean;
   std::string image;  // with Rule::Image
+  // The rules a name gives (any other text names an image file).
+  static constexpr base::NameTable<Rule, 2> kNames{"--initial", {{{Rule::AffineMean, "affine-mean"}, {Rule::First, "first"}}}};
   bool operator==(const InitialTemplate& o) const { return rule == o.rule && image == o.image; }
 };
 std::string initial_text(const InitialTemplate& t);     // "affine-mean", "first" or the image

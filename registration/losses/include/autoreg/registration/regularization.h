@@ -7,6 +7,8 @@
 #include <array>
 #include <string>
 
+#include "autoreg/base/names.h"
+
 namespace autoreg::registration {
 
 // How instance optimisation keeps its field smooth (`--regularizer`):
@@ -18,9 +20,12 @@ namespace autoreg::registration {
 //                   liver along the body wall, the lungs along the ribs).
 enum class Regularizer { Diffusion, TotalVariation };
 
-// "diffusion" / "tv" ↔ the enum; parse throws std::invalid_argument naming the word.
-Regularizer parse_regularizer(const std::string& name);
-std::string regularizer_name(Regularizer r);
+// Its one name table (base/names.h): "diffusion" / "tv" ↔ the enum; parse throws
+// std::invalid_argument naming the word.
+inline constexpr base::NameTable<Regularizer, 2> kRegularizerNames{
+    "regularizer", {{{Regularizer::Diffusion, "diffusion"}, {Regularizer::TotalVariation, "tv"}}}};
+inline Regularizer parse_regularizer(const std::string& name) { return kRegularizerNames.parse(name); }
+inline std::string regularizer_name(Regularizer r) { return kRegularizerNames.name(r); }
 
 // L2 gradient smoothness of an N×C×D×H×W field: the sum over the three spatial axes of
 // the mean squared forward difference (0 for a constant field; axes of size 1 add 0).

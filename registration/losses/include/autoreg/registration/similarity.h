@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <string>
 
+#include "autoreg/base/names.h"
+
 namespace autoreg::registration {
 
 // A local NCC window: odd numbers of voxels along D, H, W (a box; on thick slices fewer
@@ -38,10 +40,13 @@ at::Tensor mind_ssc(const at::Tensor& image, int64_t radius = 2, int64_t dilatio
 // The similarity measures of a registration, as the command line names them ("ncc",
 // "mse", "mind"): compared as values, named only at the edges (options, files, logs).
 enum class Similarity { Ncc, Mse, Mind };
+// Its one name table (base/names.h).
+inline constexpr base::NameTable<Similarity, 3> kSimilarityNames{
+    "similarity", {{{Similarity::Ncc, "ncc"}, {Similarity::Mse, "mse"}, {Similarity::Mind, "mind"}}}};
 // "ncc", "mse" or "mind".
-const char* similarity_name(Similarity kind);
+inline const char* similarity_name(Similarity kind) { return kSimilarityNames.name(kind); }
 // The measure `name` names; std::invalid_argument naming the known ones otherwise.
-Similarity parse_similarity(const std::string& name);
+inline Similarity parse_similarity(const std::string& name) { return kSimilarityNames.parse(name); }
 
 // A similarity loss between a fixed image and a warped moving one, 1×1×D×H×W each:
 //   Ncc:  1 − local_ncc(fixed, warped, window)
