@@ -15,7 +15,7 @@
 
 #include "autoreg/io/volume.h"
 #include "autoreg/pipeline/register_pair.h"
-#include "autoreg/pipeline/template_job.h"
+#include "autoreg/pipeline/template_settings.h"
 #include "autoreg/registration/collective.h"
 
 namespace autoreg::pipeline::detail {
