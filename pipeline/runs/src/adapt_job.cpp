@@ -261,17 +261,31 @@ void validate(const AdaptSettings& s) {
   }
 }
 
-std::vector<std::string> to_arguments(const AdaptSettings& s) {
-  detail::Arguments a("adapt");
-  a.text("--model", s.model).text("--manifest", s.manifest).text("--out", s.out).text("--method", to_string(s.method));
-  a.integer("--steps", s.steps);
-  if (s.learning_rate) a.number("--lr", *s.learning_rate);
-  a.integer("--checkpoint-every", s.checkpoint_every).integer("--validate-every", s.validate_every);
-  a.text_if("--cache", s.run.cache).text_if("--log", s.run.log).text("--device", s.run.device);
-  if (s.run.threads > 0) a.integer("--threads", s.run.threads);
-  a.unsigned_integer("--seed", s.run.seed).flag("--resume", s.run.resume);
-  return a.words();
+const base::Schema<AdaptSettings>& adapt_schema() {
+  using S = AdaptSettings;
+  static const base::Schema<S> schema = [] {
+    base::Schema<S> rows{
+        base::text_field<S>("model", "model", "FILE", "the model to adapt (.autoreg), or 'default'", &S::model, true),
+        base::text_field<S>("manifest", "manifest", "FILE", "CSV manifest of the new domain's scans", &S::manifest, true),
+        base::text_field<S>("out", "out", "FILE", "the adapted model file to write (.autoreg)", &S::out, true),
+        {"method", "method", kAdaptMethodNames.joined(),
+         "ftm (a scale and a shift per channel after every operation, the weights frozen) or finetune (every weight)",
+         [](const S& s) { return std::string(to_string(s.method)); },
+         [](S& s, const std::string& t) { s.method = parse_adapt_method(t); }},
+        base::whole_field<S>("steps", "steps", "N", "adaptation steps, one pair each", &S::steps),
+        {"learning_rate", "lr", "R", "Adam learning rate (default 1e-3 for ftm, 1e-4 for finetune)",
+         [](const S& s) { return s.learning_rate ? base::exact_text(*s.learning_rate) : std::string(); },
+         [](S& s, const std::string& t) { s.learning_rate = base::real_number("lr", t); }},
+        base::whole_field<S>("checkpoint_every", "checkpoint-every", "N", "steps between checkpoints", &S::checkpoint_every),
+        base::whole_field<S>("validate_every", "validate-every", "N", "steps between validations, with labelled val rows",
+                             &S::validate_every)};
+    for (auto& row : base::nested(model_run_schema("JSON-lines log"), &S::run)) rows.push_back(std::move(row));
+    return rows;
+  }();
+  return schema;
 }
+
+std::vector<std::string> to_arguments(const AdaptSettings& s) { return base::arguments("adapt", adapt_schema(), s); }
 
 void adapt(const AdaptSettings& s) {
   validate(s);

@@ -64,6 +64,23 @@ void install_stop_handlers() {
 
 bool stop_requested() { return g_stop != 0; }
 
+base::Schema<ModelRunSettings> model_run_schema(const std::string& log_help) {
+  using S = ModelRunSettings;
+  return {base::text_field<S>("cache", "cache", "DIR", "folder for preprocessed volumes (default <out>.cache)", &S::cache),
+          base::text_field<S>("log", "log", "FILE", log_help + " (default <out>.log.jsonl)", &S::log),
+          {"device", "device", "cpu|cuda", "where to run",
+           [](const S& s) { return s.device; },
+           [](S& s, const std::string& t) {
+             if (t != "cpu" && t != "cuda") throw base::UsageError("--device must be 'cpu' or 'cuda', got '" + t + "'");
+             s.device = t;
+           }},
+          {"threads", "threads", "T", "CPU threads (default: all)",
+           [](const S& s) { return s.threads > 0 ? std::to_string(s.threads) : std::string(); },
+           [](S& s, const std::string& t) { s.threads = int(base::whole_number("threads", t, 0, 1 << 16)); }},
+          base::whole_field<S>("seed", "seed", "S", "random seed", &S::seed, 0, std::numeric_limits<int64_t>::max()),
+          base::switch_field<S>("resume", "resume", "continue from <out>.ckpt (same options)", &S::resume)};
+}
+
 namespace {
 
 // One run of the loop: its clock, log, validation and progress line.

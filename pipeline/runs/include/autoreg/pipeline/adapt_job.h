@@ -44,6 +44,10 @@ struct AdaptSettings {
 // is the model being adapted, among others).
 void validate(const AdaptSettings& s);
 
+// The settings' rows (base/schema.h): the command line's options are made from them, and
+// to_arguments writes them back.
+const base::Schema<AdaptSettings>& adapt_schema();
+
 // `adapt` and the options that parse back into `s`.
 std::vector<std::string> to_arguments(const AdaptSettings& s);
 

@@ -9,6 +9,7 @@
 
 #include "autoreg/base/errors.h"
 #include "autoreg/base/names.h"
+#include "autoreg/base/schema.h"
 
 namespace autoreg::pipeline {
 
@@ -34,5 +35,8 @@ struct ModelRunSettings {
   std::string cache_for(const std::string& out) const { return cache.empty() ? out + ".cache" : cache; }
   std::string log_for(const std::string& out) const { return log.empty() ? out + ".log.jsonl" : log; }
 };
+// Their rows (base/schema.h): --cache, --log (`log_help`: what the log holds), --device,
+// --threads, --seed, --resume.
+base::Schema<ModelRunSettings> model_run_schema(const std::string& log_help);
 
 }  // namespace autoreg::pipeline
