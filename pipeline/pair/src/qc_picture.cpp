@@ -74,8 +74,9 @@ void set_scan_views(QcVolumes& v, const PairResult& r, const at::Tensor& fixed_v
     }
     at::Tensor moving_inside = r.moving_fov.padding ? registration::field_of_view(moving.data.cpu(), r.moving_fov.padding).inside
                                                     : at::Tensor();
-    if (!moving_inside.defined()) moving_inside = at::ones_like(moving.data.cpu(), at::kFloat);
-    v.warped_inside = io::sample_mapped({moving_inside, moving.geometry}, v.grid, at::Tensor(), r.displacement).gt(0.5);
+    // As a label map (nearest neighbour, 0 beyond the moving grid): a third of trilinear's time.
+    moving_inside = moving_inside.defined() ? moving_inside.gt(0.5).to(at::kInt) : at::ones_like(moving.data.cpu(), at::kInt);
+    v.warped_inside = io::sample_mapped({moving_inside, moving.geometry}, v.grid, at::Tensor(), r.displacement).ne(0);
   }
   v.fixed_window = window_of(r.preset.evidence.fixed, fixed_voxels, v.fixed_inside);
   v.warped_window = window_of(r.preset.evidence.moving, v.warped, v.warped_inside);
