@@ -31,6 +31,14 @@ class SchemaArgs {
     }
   }
 
+  // Whether the option `option` (without dashes) was given.
+  bool given(const std::string& option) const {
+    for (size_t i = 0; i < schema_.size(); ++i) {
+      if (schema_[i].option == option) return args_[i]->isSet();
+    }
+    return false;
+  }
+
   // `s` with every option given on the command line set through its row.
   S settings(S s) const {
     for (size_t i = 0; i < schema_.size(); ++i) {

@@ -81,6 +81,23 @@ base::Schema<ModelRunSettings> model_run_schema(const std::string& log_help) {
           base::switch_field<S>("resume", "resume", "continue from <out>.ckpt (same options)", &S::resume)};
 }
 
+base::Schema<parallel::ScaleOut> scale_out_schema() {
+  using S = parallel::ScaleOut;
+  base::Schema<S> rows{
+      base::whole_field<S>("nproc", "nproc", "N",
+                           "run N data-parallel ranks on this machine, supervised (each with --threads threads; default: one process)",
+                           &S::nproc, 1),
+      base::whole_field<S>("max_restarts", "max-restarts", "R",
+                           "with --nproc: restart the ranks from the last checkpoint after a failure, up to R times",
+                           &S::max_restarts, 0),
+      base::number_field<S>("collective_timeout_s", "collective-timeout", "S",
+                            "seconds a rank waits for the others in a collective before it is a failure (a hung rank)",
+                            &S::collective_timeout_s)};
+  rows[0].written_back = rows[1].written_back = false;
+  rows[0].get = [](const S& s) { return s.nproc > 0 ? std::to_string(s.nproc) : std::string(); };
+  return rows;
+}
+
 namespace {
 
 // One run of the loop: its clock, log, validation and progress line.

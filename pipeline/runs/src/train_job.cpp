@@ -1,4 +1,5 @@
 #include "autoreg/pipeline/train_job.h"
+#include "autoreg/registration/similarity.h"
 
 #include <ATen/ATen.h>
 
@@ -18,6 +19,7 @@
 #include "autoreg/parallel/worker.h"
 #include "autoreg/pipeline/dataset.h"
 #include "autoreg/pipeline/exit_codes.h"
+#include "autoreg/pipeline/option_values.h"
 #include "autoreg/pipeline/output_files.h"
 #include "autoreg/pipeline/run_log.h"
 #include "autoreg/pipeline/run_loop.h"
@@ -260,34 +262,100 @@ void validate(const TrainSettings& s) {
   parallel::validate(s.scale);
 }
 
-std::vector<std::string> to_arguments(const TrainSettings& s) {
-  detail::Arguments a("train");
-  a.text("--manifest", s.manifest).text("--out", s.out).text_if("--genotype", s.genotype).flag("--unet", s.unet);
-  a.grid("--grid", s.grid).number("--spacing", s.spacing);
-  if (s.epochs > 0) {
-    a.integer("--epochs", s.epochs);
-  } else {
-    a.integer("--steps", s.steps);
-  }
-  a.number("--lr", s.learning_rate);
-  if (s.objective.empty()) {
-    a.text("--similarity", s.similarity).number("--lambda", s.lambda);
-  } else {
-    a.text("--objective", s.objective);
-  }
-  a.number("--max-gradient-spike", s.max_gradient_spike).number("--dice-weight", s.dice_weight);
-  a.number("--synthetic", s.synthetic).number("--feature-noise", s.feature_noise);
-  a.flag("--no-augment", !s.augment).flag("--no-diffeomorphic", !s.diffeomorphic);
-  a.integer("--checkpoint-every", s.checkpoint_every).integer("--validate-every", s.validate_every);
-  a.text_if("--cache", s.run.cache).text_if("--log", s.run.log).text("--device", s.run.device);
-  if (s.run.threads > 0) a.integer("--threads", s.run.threads);
-  a.unsigned_integer("--seed", s.run.seed).flag("--resume", s.run.resume);
-  if (s.batch) a.integer("--batch", *s.batch);
-  a.number("--max-unreadable", s.max_unreadable).text("--validation", to_string(s.validation));
-  a.integer("--validation-threads", s.validation_threads).flag("--sync-checkpoints", s.sync_checkpoints);
-  a.number("--collective-timeout", s.scale.collective_timeout_s);
-  return a.words();
+namespace {
+
+// "DxHxW" (all > 0), or "" for none.
+std::string grid_text(const std::array<int64_t, 3>& g) {
+  return g[0] > 0 ? std::to_string(g[0]) + "x" + std::to_string(g[1]) + "x" + std::to_string(g[2]) : std::string();
 }
+std::array<int64_t, 3> parse_grid_text(const std::string& text) {
+  std::string t = text;
+  for (char& c : t) {
+    if (c == 'x' || c == 'X') c = ',';
+  }
+  const std::vector<int64_t> v = parse_int_list("--grid", t);
+  if (v.size() != 3 || v[0] <= 0 || v[1] <= 0 || v[2] <= 0) throw UsageError("--grid: three positive sizes DxHxW, e.g. 96x112x96");
+  return {v[0], v[1], v[2]};
+}
+
+}  // namespace
+
+const base::Schema<TrainSettings>& train_schema() {
+  using S = TrainSettings;
+  static const base::Schema<S> schema = [] {
+    base::Schema<S> rows{
+        base::text_field<S>("manifest", "manifest", "FILE", "CSV manifest of the dataset", &S::manifest, true),
+        base::text_field<S>("out", "out", "FILE", "the model file to write (.autoreg)", &S::out, true),
+        base::text_field<S>("genotype", "genotype", "FILE",
+                            "AutoReg genotype file (12 operation names; default: 3³ convolutions everywhere)", &S::genotype),
+        base::switch_field<S>("unet", "unet", "train the VoxelMorph-style U-Net baseline instead", &S::unet),
+        {"grid", "grid", "DxHxW", "model grid DxHxW at --spacing (default: the reference's foreground box + 8 mm)",
+         [](const S& s) { return grid_text(s.grid); }, [](S& s, const std::string& t) { s.grid = parse_grid_text(t); }},
+        base::number_field<S>("spacing", "spacing", "MM", "model grid spacing in mm", &S::spacing),
+        {"epochs", "epochs", "E", "instead of --steps: passes over the training subjects",
+         [](const S& s) { return s.epochs > 0 ? std::to_string(s.epochs) : std::string(); },
+         [](S& s, const std::string& t) { s.epochs = base::whole_number("epochs", t, 1); }},
+        {"steps", "steps", "N", "training steps (one pair each)",
+         [](const S& s) { return s.epochs > 0 ? std::string() : std::to_string(s.steps); },
+         [](S& s, const std::string& t) { s.steps = base::whole_number("steps", t); }},
+        base::number_field<S>("learning_rate", "lr", "R", "Adam learning rate", &S::learning_rate),
+        {"similarity", "similarity", registration::kSimilarityNames.joined(), "the similarity (ncc: window 9)",
+         [](const S& s) { return s.objective.empty() ? s.similarity : std::string(); },
+         [](S& s, const std::string& t) { s.similarity = registration::similarity_name(registration::parse_similarity(t)); }},
+        {"lambda", "lambda", "λ", "weight of the smoothness term",
+         [](const S& s) { return s.objective.empty() ? base::exact_text(s.lambda) : std::string(); },
+         [](S& s, const std::string& t) { s.lambda = base::real_number("lambda", t); }},
+        base::text_field<S>("objective", "objective", "WEIGHTS",
+                            "weights of the objective terms instead of --similarity and --lambda, e.g. a search's: "
+                            "ncc9=1,ncc7_half=0.5,ncc5_quarter=0.25,mind=0.1,smoothness=0.8 (missing terms 0)",
+                            &S::objective),
+        base::number_field<S>("max_gradient_spike", "max-gradient-spike", "X",
+                              "a gradient norm over this many times its running average is a fault: back to the last good "
+                              "state at half the learning rate (0: off)",
+                              &S::max_gradient_spike),
+        base::number_field<S>("dice_weight", "dice-weight", "W", "weight of soft Dice on label maps (0 = unsupervised)",
+                              &S::dice_weight),
+        base::number_field<S>("synthetic", "synthetic", "F",
+                              "share of images synthesised from their label maps (the moving image, and in pairwise mode "
+                              "the fixed one too, each with this probability; subjects without an image always are)",
+                              &S::synthetic),
+        base::number_field<S>("feature_noise", "feature-noise", "S",
+                              "σ of random per-channel scale and shift noise after every operation in each training step "
+                              "(robustness to new scanners; the model gets feature transformation layers; 0: none)",
+                              &S::feature_noise),
+        base::off_switch_field<S>("augment", "no-augment", "no random deformations and intensity changes", &S::augment),
+        base::off_switch_field<S>("diffeomorphic", "no-diffeomorphic",
+                                  "predict displacements directly instead of integrating velocity fields", &S::diffeomorphic),
+        base::whole_field<S>("checkpoint_every", "checkpoint-every", "N", "steps between checkpoints", &S::checkpoint_every),
+        base::whole_field<S>("validate_every", "validate-every", "N", "with --validation inline: steps between validations",
+                             &S::validate_every)};
+    for (auto& row : base::nested(model_run_schema("JSON-lines training log"), &S::run)) rows.push_back(std::move(row));
+    base::Schema<S> rest{
+        {"batch", "batch", "G", "pairs per step over all ranks, the global batch (default: one per rank; resumed: the checkpoint's)",
+         [](const S& s) { return s.batch ? std::to_string(*s.batch) : std::string(); },
+         [](S& s, const std::string& t) { s.batch = base::whole_number("batch", t); }},
+        base::number_field<S>("max_unreadable", "max-unreadable", "F",
+                              "share of manifest rows that may be unreadable (reported, skipped and listed in "
+                              "<out>.failures.jsonl; 0: none)",
+                              &S::max_unreadable),
+        {"validation", "validation", kValidationNames.joined(),
+         "decoupled (a separate process evaluates each checkpoint, <out>.validation.jsonl, and keeps the best, "
+         "<out>.best.ckpt), inline (every --validate-every steps; training waits) or off",
+         [](const S& s) { return std::string(to_string(s.validation)); },
+         [](S& s, const std::string& t) { s.validation = parse_validation(t); }},
+        base::whole_field<S>("validation_threads", "validation-threads", "T", "threads of the decoupled validation process",
+                             &S::validation_threads),
+        base::switch_field<S>("sync_checkpoints", "sync-checkpoints",
+                              "write checkpoints in the training thread, not in the background (to measure what that costs)",
+                              &S::sync_checkpoints)};
+    for (auto& row : rest) rows.push_back(std::move(row));
+    for (auto& row : base::nested(scale_out_schema(), &S::scale)) rows.push_back(std::move(row));
+    return rows;
+  }();
+  return schema;
+}
+
+std::vector<std::string> to_arguments(const TrainSettings& s) { return base::arguments("train", train_schema(), s); }
 
 TrainResult train(const TrainSettings& s) {
   validate(s);

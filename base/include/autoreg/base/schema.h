@@ -27,6 +27,7 @@ struct SettingField {
   std::function<std::string(const S&)> get;             // the value as text ("" unset; a switch "true"/"false")
   std::function<void(S&, const std::string& text)> set;  // UsageError naming --option for bad text
   bool required = false;   // the command line must give it
+  bool written_back = true;  // `arguments` writes it (false: the supervisor's own, as --nproc)
   bool switch_option() const { return value_name.empty(); }
 };
 template <typename S>
@@ -38,6 +39,7 @@ template <typename S>
 std::vector<std::string> arguments(const std::string& command, const Schema<S>& schema, const S& s) {
   std::vector<std::string> words{command};
   for (const SettingField<S>& f : schema) {
+    if (!f.written_back) continue;
     const std::string value = f.get(s);
     if (f.switch_option()) {
       if (value == "true") words.push_back("--" + f.option);
@@ -114,6 +116,24 @@ SettingField<S> whole_field(std::string keyword, std::string option, std::string
           [member, o, least, most](S& s, const std::string& t) { s.*member = T(whole_number(o, t, least, most)); }};
 }
 
+// A finite number, written so that it reads back exactly.
+template <typename S, typename T>
+SettingField<S> number_field(std::string keyword, std::string option, std::string value_name, std::string help,
+                             T S::*member) {
+  const std::string o = option;
+  return {std::move(keyword), std::move(option), std::move(value_name), std::move(help),
+          [member](const S& s) { return exact_text(double(s.*member)); },
+          [member, o](S& s, const std::string& t) { s.*member = T(real_number(o, t)); }};
+}
+
+// A switch that turns a setting off (--no-augment: augment = false).
+template <typename S>
+SettingField<S> off_switch_field(std::string keyword, std::string option, std::string help, bool S::*member) {
+  return {std::move(keyword), std::move(option), "", std::move(help),
+          [member](const S& s) { return std::string(s.*member ? "false" : "true"); },
+          [member](S& s, const std::string& t) { s.*member = t != "true"; }};
+}
+
 // A switch: on when given.
 template <typename S>
 SettingField<S> switch_field(std::string keyword, std::string option, std::string help, bool S::*member) {
@@ -129,7 +149,7 @@ Schema<S> nested(const Schema<Inner>& inner, Inner S::*member) {
   for (const SettingField<Inner>& f : inner) {
     out.push_back({f.keyword, f.option, f.value_name, f.help,
                    [g = f.get, member](const S& s) { return g(s.*member); },
-                   [st = f.set, member](S& s, const std::string& t) { st(s.*member, t); }, f.required});
+                   [st = f.set, member](S& s, const std::string& t) { st(s.*member, t); }, f.required, f.written_back});
   }
   return out;
 }

@@ -10,6 +10,7 @@
 #include "autoreg/base/errors.h"
 #include "autoreg/base/names.h"
 #include "autoreg/base/schema.h"
+#include "autoreg/parallel/scale_out.h"
 
 namespace autoreg::pipeline {
 
@@ -38,5 +39,8 @@ struct ModelRunSettings {
 // Their rows (base/schema.h): --cache, --log (`log_help`: what the log holds), --device,
 // --threads, --seed, --resume.
 base::Schema<ModelRunSettings> model_run_schema(const std::string& log_help);
+// The rows of running on many processes: --nproc and --max-restarts (the supervisor's,
+// not written back for its ranks) and --collective-timeout.
+base::Schema<parallel::ScaleOut> scale_out_schema();
 
 }  // namespace autoreg::pipeline

@@ -56,6 +56,10 @@ struct TrainSettings {
 // A base::UsageError naming the option when a value cannot train.
 void validate(const TrainSettings& s);
 
+// The settings' rows (base/schema.h): the command line's options are made from them, and
+// to_arguments writes them back.
+const base::Schema<TrainSettings>& train_schema();
+
 // `train` and the options that parse back into `s` (without --nproc and --max-restarts:
 // a supervisor's ranks run this).
 std::vector<std::string> to_arguments(const TrainSettings& s);
