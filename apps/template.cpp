@@ -6,6 +6,8 @@
 // (autoreg/pipeline/template_job.h, docs/template.md).
 #include <tclap/CmdLine.h>
 
+#include <ATen/Parallel.h>
+
 #include <cstdio>
 #include <string>
 
@@ -14,7 +16,7 @@
 #include "parse.h"
 #include "exit_codes.h"
 #include "registration_args.h"
-#include "scale_out.h"
+#include "schema_args.h"
 
 namespace autoreg::apps {
 
@@ -24,34 +26,19 @@ int run_template(int argc, char** argv) {
                      "displacement (ANTs' template construction); then registers every subject to the final "
                      "template for its fields and warped image.",
                      ' ', "0.1");
-  TCLAP::ValueArg<std::string> images("", "images", "CSV with a column image (and optionally labels: the template gets a label map fused from them), paths relative to it", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> out("", "out", "output folder: template.nii.gz, <subject>_field/_inverse/_warped.nii.gz, index.html, the iterations", false, "", "DIR", cmd);
-  TCLAP::ValueArg<int> iterations("", "template-iterations", "shape updates of the template (default 4; --iterations sets each registration's levels, as in register)", false, 4, "N", cmd);
-  TCLAP::ValueArg<std::string> initial("", "initial", "the template to start from: affine-mean (default: the subjects affinely aligned to the first and averaged), first (the first subject), or an image file", false, "affine-mean", "HOW", cmd);
-  TCLAP::ValueArg<double> step("", "step", "shape-update step: the share of the mean displacement the template moves by each iteration (default 0.25, as ANTs' -g)", false, 0.25, "S", cmd);
-  Choices averaging_names(pipeline::kAveragingNames);
-  TCLAP::ValueArg<std::string> averaging("", "averaging", "how the warped subjects are averaged: mean (default), median, or sharpened (the mean, unsharp-masked)", false, "mean", &averaging_names.allowed, cmd);
-  TCLAP::SwitchArg resume("", "resume", "continue from the last iteration's checkpoint in --out", cmd, false);
-  RegistrationArgs registration(cmd);
+  const pipeline::TemplateSettings defaults;
+  const SchemaArgs<pipeline::TemplateSettings> options(cmd, pipeline::template_schema(), defaults);  // its own options
+  RegistrationArgs registration(cmd);  // how each subject is registered (the settings table's)
   DeviceArg device(cmd);
-  ThreadsArg threads(cmd, 0, "CPU threads of each process (default: all; with --nproc, the cores shared among the ranks)");
-  ScaleOutArgs scale(cmd);
   cmd.setExceptionHandling(false);
   parse(cmd, argc, argv);
-
-  pipeline::TemplateSettings s;
-  s.images = images.getValue();
-  s.out = out.getValue();
-  s.iterations = iterations.getValue();
-  s.initial = pipeline::parse_initial(initial.getValue());
-  s.step = step.getValue();
-  s.averaging = pipeline::parse_averaging(averaging.getValue());
-  s.resume = resume.getValue();
+  if (options.given("max-restarts") && !options.given("nproc")) {
+    throw UsageError("--max-restarts needs --nproc (under torchrun: --max-restarts of torchrun)");
+  }
+  pipeline::TemplateSettings s = options.settings(defaults);
   s.registration = registration.settings(device.value());
   s.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
-  s.threads = threads.value();
-  s.scale = scale.settings();
-  if (s.scale.nproc == 0) threads.apply();  // a supervisor's ranks get theirs
+  if (s.scale.nproc == 0 && s.threads > 0) at::set_num_threads(s.threads);  // a supervisor's ranks get theirs
   const nlohmann::json summary = pipeline::build_template(s);
   // One line for the run: from rank 0 (alone, or as a launcher's rank; under --nproc the
   // supervisor's rank 0 says it).

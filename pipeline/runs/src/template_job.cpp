@@ -17,6 +17,7 @@
 #include "autoreg/io/mapped.h"
 #include "autoreg/ops.h"
 #include "autoreg/pipeline/exit_codes.h"
+#include "autoreg/pipeline/run_settings.h"
 #include "autoreg/pipeline/output_files.h"
 #include "autoreg/pipeline/qc_picture.h"
 #include "autoreg/pipeline/register_pair.h"
@@ -326,13 +327,46 @@ void validate(const TemplateSettings& s) {
   parallel::validate(s.scale);
 }
 
+const base::Schema<TemplateSettings>& template_schema() {
+  using S = TemplateSettings;
+  static const base::Schema<S> schema = [] {
+    base::Schema<S> rows{
+        base::text_field<S>("images", "images", "FILE",
+                            "CSV with a column image (and optionally labels: the template gets a label map fused from "
+                            "them), paths relative to it",
+                            &S::images),
+        base::text_field<S>("out", "out", "DIR",
+                            "output folder: template.nii.gz, <subject>_field/_inverse/_warped.nii.gz, index.html, the "
+                            "iterations",
+                            &S::out),
+        base::whole_field<S>("iterations", "template-iterations", "N",
+                             "shape updates of the template (--iterations sets each registration's levels, as in register)",
+                             &S::iterations),
+        {"initial", "initial", "HOW",
+         "the template to start from: affine-mean (the subjects affinely aligned to the first and averaged), first (the "
+         "first subject), or an image file",
+         [](const S& s) { return initial_text(s.initial); }, [](S& s, const std::string& t) { s.initial = parse_initial(t); }},
+        base::number_field<S>("step", "step", "S",
+                              "shape-update step: the share of the mean displacement the template moves by each iteration "
+                              "(0.25 as ANTs' -g)",
+                              &S::step),
+        {"averaging", "averaging", kAveragingNames.joined(),
+         "how the warped subjects are averaged: mean, median, or sharpened (the mean, unsharp-masked)",
+         [](const S& s) { return std::string(averaging_name(s.averaging)); },
+         [](S& s, const std::string& t) { s.averaging = parse_averaging(t); }},
+        base::switch_field<S>("resume", "resume", "continue from the last iteration's checkpoint in --out", &S::resume),
+        {"threads", "threads", "T",
+         "CPU threads of each process (default: all; with --nproc, the cores shared among the ranks)",
+         [](const S& s) { return s.threads > 0 ? std::to_string(s.threads) : std::string(); },
+         [](S& s, const std::string& t) { s.threads = int(base::whole_number("threads", t, 0, 1 << 16)); }}};
+    for (auto& row : base::nested(scale_out_schema(), &S::scale)) rows.push_back(std::move(row));
+    return rows;
+  }();
+  return schema;
+}
+
 std::vector<std::string> to_arguments(const TemplateSettings& s) {
-  detail::Arguments a("template");
-  a.text("--images", s.images).text("--out", s.out).integer("--template-iterations", s.iterations);
-  a.text("--initial", initial_text(s.initial)).number("--step", s.step).text("--averaging", averaging_name(s.averaging)).flag("--resume", s.resume);
-  if (s.threads > 0) a.integer("--threads", s.threads);
-  a.number("--collective-timeout", s.scale.collective_timeout_s);
-  std::vector<std::string> words = a.words();
+  std::vector<std::string> words = base::arguments("template", template_schema(), s);
   const std::vector<std::string> registration = to_arguments(s.registration);
   words.insert(words.end(), registration.begin(), registration.end());
   return words;

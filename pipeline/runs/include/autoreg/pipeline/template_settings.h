@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "autoreg/base/names.h"
+#include "autoreg/base/schema.h"
 #include "autoreg/parallel/scale_out.h"
 #include "autoreg/pipeline/registration_settings.h"
 
@@ -60,6 +61,11 @@ struct TemplateSettings {
 
 // A base::UsageError naming the option for a setting out of range.
 void validate(const TemplateSettings& s);
+
+// The rows of the template's own settings (base/schema.h; the registration's are the
+// settings table's, registration_settings.h): the command line's options are made from
+// them, and to_arguments writes them back.
+const base::Schema<TemplateSettings>& template_schema();
 
 // The command line (`template` first, no --nproc) that gives these settings back: what
 // the supervisor's ranks run.
