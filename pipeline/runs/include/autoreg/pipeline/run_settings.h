@@ -1,7 +1,7 @@
 // How a long run validates its network (train, search, adapt), and what the long runs
 // that end in a model file (train, adapt) share: where the preprocessed volumes and the
-// log go, the device, threads, seed and resumption. The command line declares them once
-// (apps/run_args.h).
+// log go, the device, threads, seed and resumption, and the rows the command line's
+// options are made from (model_run_schema, scale_out_schema: base/schema.h).
 #pragma once
 
 #include <cstdint>
