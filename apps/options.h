@@ -35,18 +35,7 @@ inline std::string checked_orientation(const std::string& option, const std::str
   return code;
 }
 
-// "96x112x96" → {96, 112, 96}; a UsageError otherwise.
-inline std::array<int64_t, 3> parse_grid(const std::string& text) {
-  std::string t = text;
-  for (char& c : t) {
-    if (c == 'x' || c == 'X') c = ',';
-  }
-  const std::vector<int64_t> v = parse_int_list("--grid", t);
-  if (v.size() != 3 || v[0] <= 0 || v[1] <= 0 || v[2] <= 0) {
-    throw UsageError("--grid: three positive sizes DxHxW, e.g. 96x112x96");
-  }
-  return {v[0], v[1], v[2]};
-}
+using pipeline::parse_grid;  // "96x112x96" → {96, 112, 96} (option_values.h)
 
 
 // The pipeline's options for registration settings (pipeline::pair_options): settings

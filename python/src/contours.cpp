@@ -4,7 +4,6 @@
 #include <pybind11/stl.h>
 
 #include <cstring>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -21,10 +20,7 @@ namespace py = pybind11;
 using MaskArray = py::array_t<uint8_t, py::array::c_style | py::array::forcecast>;
 
 rt::DicomSeries series_of(const std::string& folder) {
-  if (!std::filesystem::is_directory(folder)) {
-    throw io::IoError(folder + ": give the DICOM series' folder (the structure set is drawn on its slices)");
-  }
-  return rt::read_series(folder);
+  return pipeline::read_series_folder(folder, "give the DICOM series' folder (the structure set is drawn on its slices)");
 }
 
 py::dict grid_dict(const rt::Grid& g) {
@@ -41,8 +37,7 @@ py::dict grid_dict(const rt::Grid& g) {
 // Every structure with a closed contour, filled on the series' grid ([k, j, i] uint8).
 py::tuple read_structures(const std::string& rtstruct, const std::string& folder) {
   const rt::DicomSeries series = series_of(folder);
-  const rt::StructureSet set = rt::read_structure_set(rtstruct);
-  rt::check_references(set, series, rtstruct, folder);
+  const rt::StructureSet set = pipeline::read_structure_set_on(rtstruct, series, folder);
   py::list structures;
   const auto& n = series.grid.size;
   for (const rt::Roi& roi : set.rois) {

@@ -219,13 +219,38 @@ std::vector<bool> edges(const std::vector<float>& grey, int width, int height) {
 
 bool folded(float log_j) { return std::isnan(log_j) || log_j == -INFINITY; }
 
+// The fields of view on one row's panels, each sampled once: where each image has data
+// and its edge (empty without its mask), and where both have data (empty: everywhere).
+struct RowMasks {
+  std::vector<uint8_t> fixed_in, warped_in;
+  std::vector<bool> fixed_edge, warped_edge, shown;
+};
+
+RowMasks row_masks(const PictureInputs& in, const detail::PanelGrid& grid) {
+  RowMasks m;
+  const auto sample = [&](const MaskView& v, std::vector<uint8_t>& inside, std::vector<bool>& edge) {
+    if (v.data == nullptr) return;
+    inside = detail::sample_nearest(v.data, grid);
+    edge = label_outline(inside, grid.width, grid.height);
+  };
+  sample(in.fixed_inside, m.fixed_in, m.fixed_edge);
+  sample(in.warped_inside, m.warped_in, m.warped_edge);
+  if (m.fixed_in.empty() && m.warped_in.empty()) return m;
+  m.shown.assign(static_cast<size_t>(grid.width) * grid.height, true);
+  for (const std::vector<uint8_t>* inside : {&m.fixed_in, &m.warped_in}) {
+    for (size_t i = 0; i < inside->size(); ++i) m.shown[i] = m.shown[i] && (*inside)[i] != 0;
+  }
+  return m;
+}
+
 // s = max(0.1, 99th percentile of |log J| over the three slices, where both images have
 // data: `shown` empty or true).
-float jacobian_scale(const std::array<std::vector<float>, 3>& slices, const std::array<std::vector<bool>, 3>& shown) {
+float jacobian_scale(const std::array<std::vector<float>, 3>& slices, const std::array<RowMasks, 3>& masks) {
   std::vector<float> magnitudes;
   for (size_t r = 0; r < slices.size(); ++r) {
     for (size_t i = 0; i < slices[r].size(); ++i) {
-      if (std::isfinite(slices[r][i]) && (shown[r].empty() || shown[r][i])) magnitudes.push_back(std::abs(slices[r][i]));
+      const std::vector<bool>& shown = masks[r].shown;
+      if (std::isfinite(slices[r][i]) && (shown.empty() || shown[i])) magnitudes.push_back(std::abs(slices[r][i]));
     }
   }
   const float p99 = detail::quantile(magnitudes, 0.99);
@@ -242,43 +267,27 @@ detail::PanelGrid panel_grid(const Frame& f, int row, const PictureInputs& in) {
   return {f.planes[row], in.fixed.size, f.layout.centre, p.width, p.height};
 }
 
-// The edge of a field of view on a panel (empty without the mask).
-std::vector<bool> fov_edge(const MaskView& inside, const detail::PanelGrid& grid) {
-  if (inside.data == nullptr) return {};
-  return label_outline(detail::sample_nearest(inside.data, grid), grid.width, grid.height);
-}
-
-// Where both images have data on row `row`'s panels (empty: everywhere).
-std::vector<bool> both_shown(const PictureInputs& in, const detail::PanelGrid& grid) {
-  if (in.fixed_inside.data == nullptr && in.warped_inside.data == nullptr) return {};
-  std::vector<bool> out(static_cast<size_t>(grid.width) * grid.height, true);
-  for (const MaskView* m : {&in.fixed_inside, &in.warped_inside}) {
-    if (m->data == nullptr) continue;
-    const std::vector<uint8_t> inside = detail::sample_nearest(m->data, grid);
-    for (size_t i = 0; i < out.size(); ++i) out[i] = out[i] && inside[i] != 0;
-  }
-  return out;
-}
-
 // `base`'s colour, or the field of view's where `edge` marks the pixel.
 Rgb with_edge(const std::vector<bool>& edge, size_t i, Rgb base) { return !edge.empty() && edge[i] ? kFieldOfViewColour : base; }
 
 void draw_row(Canvas& canvas, const Frame& f, int row, const PictureInputs& in, const std::vector<float>& log_j,
-              const std::vector<bool>& shown, float log_j_scale) {
+              const RowMasks& masks, float log_j_scale) {
   const auto& panels = f.layout.panels[row];
   const detail::PanelGrid grid = panel_grid(f, row, in);
   std::vector<float> fixed = detail::sample_linear(in.fixed.data, grid);
   std::vector<float> warped = detail::sample_linear(in.warped.data, grid);
   for (float& v : fixed) v = f.fixed_window(v);
   for (float& v : warped) v = f.warped_window(v);
-  const std::vector<bool> fixed_edge = fov_edge(in.fixed_inside, grid), warped_edge = fov_edge(in.warped_inside, grid);
+  const std::vector<bool>& fixed_edge = masks.fixed_edge;
+  const std::vector<bool>& warped_edge = masks.warped_edge;
+  const std::vector<bool>& shown = masks.shown;
   // Outside an image's data: the no-data grey, not its window's colour for the padding.
-  const std::vector<uint8_t> fixed_in = in.fixed_inside.data ? detail::sample_nearest(in.fixed_inside.data, grid)
-                                                             : std::vector<uint8_t>();
-  const std::vector<uint8_t> warped_in = in.warped_inside.data ? detail::sample_nearest(in.warped_inside.data, grid)
-                                                               : std::vector<uint8_t>();
-  const auto fixed_grey = [&](size_t i) { return fixed_in.empty() || fixed_in[i] ? detail::grey(fixed[i]) : kNoDataColour; };
-  const auto warped_grey = [&](size_t i) { return warped_in.empty() || warped_in[i] ? detail::grey(warped[i]) : kNoDataColour; };
+  const auto fixed_grey = [&](size_t i) {
+    return masks.fixed_in.empty() || masks.fixed_in[i] ? detail::grey(fixed[i]) : kNoDataColour;
+  };
+  const auto warped_grey = [&](size_t i) {
+    return masks.warped_in.empty() || masks.warped_in[i] ? detail::grey(warped[i]) : kNoDataColour;
+  };
 
   paint(canvas, panels[kFixed], [&](size_t i, int, int) { return with_edge(fixed_edge, i, fixed_grey(i)); });
   paint(canvas, panels[kWarped], [&](size_t i, int, int) { return with_edge(warped_edge, i, warped_grey(i)); });
@@ -368,15 +377,15 @@ void write_picture(const std::string& path, const PictureInputs& in) {
   const Frame f = make_frame(in);
   Canvas canvas(f.layout.width, f.layout.height, kBackground);
   std::array<std::vector<float>, 3> log_j;
-  std::array<std::vector<bool>, 3> shown;
+  std::array<RowMasks, 3> masks;
   float log_j_scale = kMinJacobianScale;
-  for (int r = 0; r < 3; ++r) shown[r] = both_shown(in, panel_grid(f, r, in));
+  for (int r = 0; r < 3; ++r) masks[r] = row_masks(in, panel_grid(f, r, in));
   if (in.log_jacobian.data != nullptr) {
     for (int r = 0; r < 3; ++r) log_j[r] = detail::sample_nearest(in.log_jacobian.data, panel_grid(f, r, in));
-    log_j_scale = jacobian_scale(log_j, shown);
+    log_j_scale = jacobian_scale(log_j, masks);
   }
   draw_text(canvas, f, in, in.log_jacobian.data != nullptr, log_j_scale);
-  for (int r = 0; r < 3; ++r) draw_row(canvas, f, r, in, log_j[r], shown[r], log_j_scale);
+  for (int r = 0; r < 3; ++r) draw_row(canvas, f, r, in, log_j[r], masks[r], log_j_scale);
   canvas.write_png(path);
 }
 

@@ -9,6 +9,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <mutex>
 #include <stdexcept>
@@ -154,6 +155,16 @@ std::string new_uid(bool series) {
   char uid[100];
   dcmGenerateUniqueIdentifier(uid, series ? SITE_SERIES_UID_ROOT : SITE_INSTANCE_UID_ROOT);
   return uid;
+}
+
+std::pair<std::string, std::string> date_and_time() {
+  const std::time_t t = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&t, &local);
+  char date[16], time[16];
+  std::strftime(date, sizeof date, "%Y%m%d", &local);
+  std::strftime(time, sizeof time, "%H%M%S", &local);
+  return {date, time};
 }
 
 }  // namespace autoreg::rt::detail

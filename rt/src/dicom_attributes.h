@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "autoreg/rt/series.h"
@@ -56,5 +57,11 @@ std::string format_ds(double value);
 
 // A new UID under DCMTK's site root for instances (or series).
 std::string new_uid(bool series);
+
+// DA and TM of now, local time (what a planning system shows).
+std::pair<std::string, std::string> date_and_time();
+
+// A value cut to its VR's length (LO 64, SH 16, ST 1024).
+inline std::string at_most(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n); }
 
 }  // namespace autoreg::rt::detail

@@ -24,20 +24,9 @@ namespace {
 
 namespace fs = std::filesystem;
 using detail::format_ds;
+using detail::at_most;
+using detail::date_and_time;
 using detail::put;
-
-// DA and TM of now, local time (what a planning system shows).
-std::pair<std::string, std::string> date_and_time() {
-  const std::time_t t = std::time(nullptr);
-  std::tm local{};
-  localtime_r(&t, &local);
-  char date[16], time[16];
-  std::strftime(date, sizeof date, "%Y%m%d", &local);
-  std::strftime(time, sizeof time, "%H%M%S", &local);
-  return {date, time};
-}
-
-std::string at_most(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n); }
 
 std::string ds_list(std::initializer_list<double> values) {
   std::string out;

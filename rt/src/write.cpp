@@ -20,21 +20,9 @@ namespace autoreg::rt {
 namespace {
 
 using detail::append_item;
+using detail::at_most;
+using detail::date_and_time;
 using detail::put;
-
-// DA and TM of now, local time (what a planning system shows).
-std::pair<std::string, std::string> date_and_time() {
-  const std::time_t t = std::time(nullptr);
-  std::tm local{};
-  localtime_r(&t, &local);
-  char date[16], time[16];
-  std::strftime(date, sizeof date, "%Y%m%d", &local);
-  std::strftime(time, sizeof time, "%H%M%S", &local);
-  return {date, time};
-}
-
-// A value cut to its VR's length (LO 64, SH 16, ST 1024).
-std::string at_most(const std::string& s, size_t n) { return s.size() <= n ? s : s.substr(0, n); }
 
 void put_patient_study_series(DcmDataset& d, const DicomSeries& on, const WriteInfo& info, const Written& uids,
                               const std::pair<std::string, std::string>& now) {

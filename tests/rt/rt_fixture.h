@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "autoreg/rt/errors.h"
 #include "autoreg/rt/rasterise.h"
 #include "autoreg/rt/series.h"
 #include "autoreg/rt/structure_set.h"
@@ -25,6 +26,17 @@
 namespace autoreg::rt::test {
 
 namespace fs = std::filesystem;
+
+// The message of what `f` throws as DicomError ("" when it does not throw).
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const DicomError& e) {
+    return e.what();
+  }
+  return "";
+}
 using Point = std::array<double, 3>;
 
 // A fresh folder under the temporary directory, removed with the object.

@@ -6,17 +6,6 @@
 namespace autoreg::rt::test {
 namespace {
 
-// The message of what `f` throws as DicomError ("" when it does not throw).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const DicomError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 TEST(RtSeries, GeometryAndOrderOfShuffledSlices) {
   TempDir dir("series");
   SeriesSpec spec;

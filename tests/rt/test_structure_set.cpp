@@ -14,16 +14,6 @@
 namespace autoreg::rt::test {
 namespace {
 
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const DicomError& e) {
-    return e.what();
-  }
-  return "";
-}
-
 class RtStructureSet : public ::testing::Test {
  protected:
   RtStructureSet() : dir_("ss") {

@@ -3,7 +3,6 @@
 #include <ATen/ATen.h>
 
 #include <cmath>
-#include <filesystem>
 
 #include "autoreg/io/volume.h"
 #include "autoreg/pipeline/contours_job.h"
@@ -22,18 +21,11 @@ at::Tensor filled(const rt::Roi& roi, const rt::Grid& grid, const std::string& f
   return at::from_blob(mask.data(), {1, 1, n[2], n[1], n[0]}, at::kByte).to(at::kInt);
 }
 
-rt::StructureSet read_on(const std::string& file, const rt::DicomSeries& series, const std::string& folder) {
-  rt::StructureSet s = rt::read_structure_set(file);
-  rt::check_references(s, series, file, folder);
-  return s;
-}
-
 nlohmann::json compare(const std::string& fixed_file, const std::string& warped_file, const std::string& folder) {
-  if (!std::filesystem::is_directory(folder)) {
-    throw io::IoError(folder + ": --series is the DICOM series folder both structure sets are drawn on");
-  }
-  const rt::DicomSeries series = rt::read_series(folder);
-  const rt::StructureSet fixed = read_on(fixed_file, series, folder), warped = read_on(warped_file, series, folder);
+  const rt::DicomSeries series =
+      read_series_folder(folder, "--series is the DICOM series folder both structure sets are drawn on");
+  const rt::StructureSet fixed = read_structure_set_on(fixed_file, series, folder);
+  const rt::StructureSet warped = read_structure_set_on(warped_file, series, folder);
   const std::array<double, 3> spacing_dhw{series.grid.spacing[2], series.grid.spacing[1], series.grid.spacing[0]};
   const double voxel_ml = series.grid.spacing[0] * series.grid.spacing[1] * series.grid.spacing[2] / 1000.0;
   nlohmann::json out = {{"structures", nlohmann::json::array()}};

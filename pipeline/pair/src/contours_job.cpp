@@ -130,8 +130,7 @@ PairContours read_contours(const RegisterJob& job, const io::Geometry& moving_gr
   c.fixed_file = job.fixed_contours;
   if (!c.moving_file.empty()) {
     c.moving_series = series_for(c.moving_file, kDrawnOn, job.moving, moving_grid);
-    c.moving = rt::read_structure_set(c.moving_file);
-    rt::check_references(c.moving, c.moving_series, c.moving_file, job.moving);
+    c.moving = read_structure_set_on(c.moving_file, c.moving_series, job.moving);
   }
   if (!c.fixed_file.empty()) {
     c.fixed_series = series_for(c.fixed_file, kDrawnOn, job.fixed, fixed_grid);
@@ -141,8 +140,7 @@ PairContours read_contours(const RegisterJob& job, const io::Geometry& moving_gr
     c.fixed_series = series_for(job.out_warped, kWrittenOn, job.fixed, fixed_grid);
   }
   if (!c.fixed_file.empty()) {
-    c.fixed = rt::read_structure_set(c.fixed_file);
-    rt::check_references(c.fixed, c.fixed_series, c.fixed_file, job.fixed);
+    c.fixed = read_structure_set_on(c.fixed_file, c.fixed_series, job.fixed);
   }
   return c;
 }
@@ -179,6 +177,17 @@ int table_number(const std::string& text, int least, int most, const std::string
 }
 
 }  // namespace
+
+rt::DicomSeries read_series_folder(const std::string& folder, const std::string& why) {
+  if (!std::filesystem::is_directory(folder)) throw io::IoError(folder + ": " + why);
+  return rt::read_series(folder);
+}
+
+rt::StructureSet read_structure_set_on(const std::string& file, const rt::DicomSeries& series, const std::string& folder) {
+  rt::StructureSet s = rt::read_structure_set(file);
+  rt::check_references(s, series, file, folder);
+  return s;
+}
 
 rt::DicomSeries series_of_image(const std::string& folder, const io::Geometry& grid, const std::string& file) {
   try {

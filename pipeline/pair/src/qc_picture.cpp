@@ -34,9 +34,10 @@ constexpr double kSoftTissueWidth = 400, kSoftTissueLevel = 40;
 constexpr double kBodyAbove = -500, kCbctLow = 0.01, kCbctHigh = 0.95;
 
 qc::GreyWindow cbct_window(const at::Tensor& voxels, const at::Tensor& inside) {
-  at::Tensor body = voxels.cpu().to(at::kFloat).gt(kBodyAbove);
+  const at::Tensor v = voxels.cpu().to(at::kFloat);
+  at::Tensor body = v.gt(kBodyAbove);
   if (inside.defined()) body = body.logical_and(inside.cpu().ne(0));
-  at::Tensor values = voxels.cpu().to(at::kFloat).masked_select(body);
+  at::Tensor values = v.masked_select(body);
   if (values.numel() < 100) return {};
   const int64_t step = std::max<int64_t>(1, values.numel() / (1 << 20));
   values = values.slice(0, 0, values.numel(), step);
@@ -74,7 +75,8 @@ void set_scan_views(QcVolumes& v, const PairResult& r, const at::Tensor& fixed_v
     }
     at::Tensor moving_inside = r.moving_fov.padding ? registration::field_of_view(moving.data.cpu(), r.moving_fov.padding).inside
                                                     : at::Tensor();
-    // As a label map (nearest neighbour, 0 beyond the moving grid): a third of trilinear's time.
+    // As a label map (nearest neighbour, 0 beyond the moving grid): cheaper than trilinear
+    // (the qc stage on CT -> CBCT02 went from 1.5 to 1.0-1.2 s).
     moving_inside = moving_inside.defined() ? moving_inside.gt(0.5).to(at::kInt) : at::ones_like(moving.data.cpu(), at::kInt);
     v.warped_inside = io::sample_mapped({moving_inside, moving.geometry}, v.grid, at::Tensor(), r.displacement).ne(0);
   }

@@ -31,8 +31,7 @@ class Arguments {
   }
   // DxHxW, when a grid is given (all sizes > 0).
   Arguments& grid(const char* option, const std::array<int64_t, 3>& g) {
-    if (g[0] > 0) text(option, std::to_string(g[0]) + "x" + std::to_string(g[1]) + "x" + std::to_string(g[2]));
-    return *this;
+    return text_if(option, grid_text(g));
   }
   const std::vector<std::string>& words() const { return words_; }
 

@@ -74,9 +74,7 @@ base::Schema<ModelRunSettings> model_run_schema(const std::string& log_help) {
              if (t != "cpu" && t != "cuda") throw base::UsageError("--device must be 'cpu' or 'cuda', got '" + t + "'");
              s.device = t;
            }},
-          {"threads", "threads", "T", "CPU threads (default: all)",
-           [](const S& s) { return s.threads > 0 ? std::to_string(s.threads) : std::string(); },
-           [](S& s, const std::string& t) { s.threads = int(base::whole_number("threads", t, 0, 1 << 16)); }},
+          threads_field<S>("CPU threads (default: all)", &S::threads),
           base::whole_field<S>("seed", "seed", "S", "random seed", &S::seed, 0, std::numeric_limits<int64_t>::max()),
           base::switch_field<S>("resume", "resume", "continue from <out>.ckpt (same options)", &S::resume)};
 }

@@ -355,10 +355,8 @@ const base::Schema<TemplateSettings>& template_schema() {
          [](const S& s) { return std::string(averaging_name(s.averaging)); },
          [](S& s, const std::string& t) { s.averaging = parse_averaging(t); }},
         base::switch_field<S>("resume", "resume", "continue from the last iteration's checkpoint in --out", &S::resume),
-        {"threads", "threads", "T",
-         "CPU threads of each process (default: all; with --nproc, the cores shared among the ranks)",
-         [](const S& s) { return s.threads > 0 ? std::to_string(s.threads) : std::string(); },
-         [](S& s, const std::string& t) { s.threads = int(base::whole_number("threads", t, 0, 1 << 16)); }}};
+        threads_field<S>("CPU threads of each process (default: all; with --nproc, the cores shared among the ranks)",
+                         &S::threads)};
     for (auto& row : base::nested(scale_out_schema(), &S::scale)) rows.push_back(std::move(row));
     return rows;
   }();

@@ -262,24 +262,6 @@ void validate(const TrainSettings& s) {
   parallel::validate(s.scale);
 }
 
-namespace {
-
-// "DxHxW" (all > 0), or "" for none.
-std::string grid_text(const std::array<int64_t, 3>& g) {
-  return g[0] > 0 ? std::to_string(g[0]) + "x" + std::to_string(g[1]) + "x" + std::to_string(g[2]) : std::string();
-}
-std::array<int64_t, 3> parse_grid_text(const std::string& text) {
-  std::string t = text;
-  for (char& c : t) {
-    if (c == 'x' || c == 'X') c = ',';
-  }
-  const std::vector<int64_t> v = parse_int_list("--grid", t);
-  if (v.size() != 3 || v[0] <= 0 || v[1] <= 0 || v[2] <= 0) throw UsageError("--grid: three positive sizes DxHxW, e.g. 96x112x96");
-  return {v[0], v[1], v[2]};
-}
-
-}  // namespace
-
 const base::Schema<TrainSettings>& train_schema() {
   using S = TrainSettings;
   static const base::Schema<S> schema = [] {
@@ -290,7 +272,7 @@ const base::Schema<TrainSettings>& train_schema() {
                             "AutoReg genotype file (12 operation names; default: 3³ convolutions everywhere)", &S::genotype),
         base::switch_field<S>("unet", "unet", "train the VoxelMorph-style U-Net baseline instead", &S::unet),
         {"grid", "grid", "DxHxW", "model grid DxHxW at --spacing (default: the reference's foreground box + 8 mm)",
-         [](const S& s) { return grid_text(s.grid); }, [](S& s, const std::string& t) { s.grid = parse_grid_text(t); }},
+         [](const S& s) { return grid_text(s.grid); }, [](S& s, const std::string& t) { s.grid = parse_grid(t); }},
         base::number_field<S>("spacing", "spacing", "MM", "model grid spacing in mm", &S::spacing),
         {"epochs", "epochs", "E", "instead of --steps: passes over the training subjects",
          [](const S& s) { return s.epochs > 0 ? std::to_string(s.epochs) : std::string(); },

@@ -76,6 +76,13 @@ void write_carried_contours(const std::string& path, const PairContours& contour
 // otherwise, or when `folder` is a file.
 rt::DicomSeries series_of_image(const std::string& folder, const io::Geometry& grid, const std::string& file);
 
+// The DICOM series in `folder`; io::IoError "<folder>: <why>" when it is not a folder,
+// rt::DicomError for a folder that holds no single readable series.
+rt::DicomSeries read_series_folder(const std::string& folder, const std::string& why);
+// The structure set `file` drawn on `series` (read from `folder`): its references checked
+// (rt::DicomError naming both otherwise).
+rt::StructureSet read_structure_set_on(const std::string& file, const rt::DicomSeries& series, const std::string& folder);
+
 // Structures given as masks on a series' grid (voxel_count(series.grid) values, 1 inside),
 // each contoured at one half on every slice and written as a new RT Structure Set on the
 // series (`segment --out-contours`, Python's write_contours). Returns the contours written.

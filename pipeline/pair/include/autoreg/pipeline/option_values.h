@@ -3,6 +3,7 @@
 // a base::UsageError naming the option.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -12,17 +13,14 @@
 #include <vector>
 
 #include "autoreg/base/errors.h"
+#include "autoreg/base/schema.h"
 
 namespace autoreg::pipeline {
 
 using UsageError = base::UsageError;
 
 // A number as options write it, so that it reads back exactly ("0.5", "1e-05", "-1000").
-inline std::string number_text(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
+inline std::string number_text(double v) { return base::exact_text(v); }
 
 // "a,b,c" split at commas, each item read whole by `read` (as std::stoll or std::stod
 // read: text and the count of characters used); an item it does not read whole, or an
@@ -76,6 +74,23 @@ inline std::vector<unsigned> parse_counts(const std::string& option, const std::
                      " counts, coarse level first");
   }
   return std::vector<unsigned>(out.begin(), out.end());
+}
+
+// A model grid as options write it ("96x112x96"), "" for none (sizes of 0).
+inline std::string grid_text(const std::array<int64_t, 3>& g) {
+  return g[0] > 0 ? std::to_string(g[0]) + "x" + std::to_string(g[1]) + "x" + std::to_string(g[2]) : std::string();
+}
+
+// A model grid as options write it, "96x112x96" (x or X) → {96, 112, 96}: three positive
+// sizes, else a UsageError naming --grid.
+inline std::array<int64_t, 3> parse_grid(const std::string& text) {
+  std::string t = text;
+  for (char& c : t) {
+    if (c == 'x' || c == 'X') c = ',';
+  }
+  const std::vector<int64_t> v = parse_int_list("--grid", t);
+  if (v.size() != 3 || v[0] <= 0 || v[1] <= 0 || v[2] <= 0) throw UsageError("--grid: three positive sizes DxHxW, e.g. 96x112x96");
+  return {v[0], v[1], v[2]};
 }
 
 }  // namespace autoreg::pipeline

@@ -39,6 +39,13 @@ struct ModelRunSettings {
 // Their rows (base/schema.h): --cache, --log (`log_help`: what the log holds), --device,
 // --threads, --seed, --resume.
 base::Schema<ModelRunSettings> model_run_schema(const std::string& log_help);
+// The --threads row of a settings struct (`member`: 0 for LibTorch's default, not written).
+template <typename S>
+base::SettingField<S> threads_field(std::string help, int S::*member) {
+  return {"threads", "threads", "T", std::move(help),
+          [member](const S& s) { return s.*member > 0 ? std::to_string(s.*member) : std::string(); },
+          [member](S& s, const std::string& t) { s.*member = int(base::whole_number("threads", t, 0, 1 << 16)); }};
+}
 // The rows of running on many processes: --nproc and --max-restarts (the supervisor's,
 // not written back for its ranks) and --collective-timeout.
 base::Schema<parallel::ScaleOut> scale_out_schema();
