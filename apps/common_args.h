@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "autoreg/base/errors.h"
+#include "autoreg/base/names.h"
 #include "autoreg/io/points.h"
 #include "autoreg/io/volume.h"
 
@@ -39,10 +40,9 @@ struct Choices {
 };
 
 struct DeviceArg {
-  explicit DeviceArg(TCLAP::CmdLine& cmd) : arg("", "device", "cpu (default) or cuda", false, "cpu", &allowed, cmd) {}
+  explicit DeviceArg(TCLAP::CmdLine& cmd) : arg("", "device", "cpu (default) or cuda", false, "cpu", &choices.allowed, cmd) {}
   const std::string& value() const { return arg.getValue(); }
-  std::vector<std::string> names{"cpu", "cuda"};
-  TCLAP::ValuesConstraint<std::string> allowed{names};
+  Choices choices{base::kDeviceNames};
   TCLAP::ValueArg<std::string> arg;
 };
 

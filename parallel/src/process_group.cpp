@@ -1,3 +1,4 @@
+#include "autoreg/base/names.h"
 #include "autoreg/parallel/process_group.h"
 
 #include <ATen/ATen.h>
@@ -154,7 +155,7 @@ class BackendCollective : public registration::Collective {
 std::unique_ptr<registration::Collective> connect(const Rendezvous& r, const std::string& device,
                                                   std::chrono::milliseconds timeout,
                                                   std::chrono::milliseconds rendezvous_timeout) {
-  if (device != "cpu" && device != "cuda") throw std::invalid_argument("device must be cpu or cuda, got '" + device + "'");
+  base::kDeviceNames.parse(device);  // std::invalid_argument for a name that is neither
   return std::make_unique<BackendCollective>(r, device, timeout, rendezvous_timeout);
 }
 

@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -17,6 +19,8 @@
 #include "autoreg/base/errors.h"
 #include "autoreg/base/html.h"
 #include "autoreg/base/names.h"
+#include "autoreg/base/number_text.h"
+#include "autoreg/base/schema.h"
 
 namespace fs = std::filesystem;
 using namespace autoreg::base;
@@ -187,4 +191,75 @@ TEST(Csv, QuotesOnlyWhatNeedsIt) {
   EXPECT_EQ(csv_field("a,b"), "\"a,b\"");
   EXPECT_EQ(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
   EXPECT_EQ(csv_field("two\nlines"), "\"two lines\"");
+}
+
+// Numbers are written as the shortest text that reads back to the same double.
+TEST(NumberText, ShortestTextThatReadsBack) {
+  using autoreg::base::exact_text;
+  EXPECT_EQ(exact_text(0.6), "0.6");
+  EXPECT_EQ(exact_text(1e-5), "1e-05");
+  for (double v : {0.6, 1e-5, 0.1 + 0.2, 1.0 / 3.0, 2.0, -0.25, 6e23}) EXPECT_EQ(std::strtod(exact_text(v).c_str(), nullptr), v);
+  EXPECT_EQ(exact_text(0.1 + 0.2), "0.30000000000000004");
+  EXPECT_EQ(exact_text(2.0), "2");
+}
+
+// A schema's rows: choices read through their name table, unset optional settings are
+// not written, every row reads back what `arguments` writes, and a value a row does not
+// read names its option.
+struct Knobs {
+  std::string name;
+  Colour colour = Colour::Red;
+  std::optional<int64_t> steps;
+  std::optional<double> budget;
+  bool quiet = false;
+  bool augment = true;
+  double rate = 0.6;
+};
+
+TEST(Schema, RowsWriteAndReadBackTheSettings) {
+  namespace b = autoreg::base;
+  const b::Schema<Knobs> schema{b::text_field<Knobs>("name", "name", "TEXT", "a name", &Knobs::name),
+                                b::choice_field<Knobs>("colour", "colour", "a colour", kColours, &Knobs::colour),
+                                b::optional_field<Knobs>("steps", "steps", "N", "steps", &Knobs::steps, 1),
+                                b::optional_field<Knobs>("budget", "budget", "T", "minutes", &Knobs::budget),
+                                b::switch_field<Knobs>("quiet", "quiet", "say less", &Knobs::quiet),
+                                b::off_switch_field<Knobs>("augment", "no-augment", "no augmentation", &Knobs::augment),
+                                b::number_field<Knobs>("rate", "rate", "R", "a rate", &Knobs::rate)};
+  EXPECT_EQ(schema[1].value_name, "red|green|blue");
+  EXPECT_EQ(b::arguments("job", schema, Knobs{}), (std::vector<std::string>{"job", "--colour", "red", "--rate", "0.6"}));
+  Knobs k;
+  k.name = "a b";
+  k.colour = Colour::Blue;
+  k.steps = 7;
+  k.budget = 0.1 + 0.2;
+  k.quiet = true;
+  k.augment = false;
+  const std::vector<std::string> words = b::arguments("job", schema, k);
+  Knobs back;
+  for (size_t i = 1; i < words.size(); ++i) {
+    for (const auto& row : schema) {
+      if ("--" + row.option == words[i]) row.set(back, row.switch_option() ? row.switch_sets : words[++i]);
+    }
+  }
+  EXPECT_EQ(b::arguments("job", schema, back), words);
+  EXPECT_EQ(back.colour, Colour::Blue);
+  EXPECT_EQ(*back.steps, 7);
+  EXPECT_EQ(*back.budget, 0.1 + 0.2);
+  EXPECT_FALSE(back.augment);
+  const auto refused = [&](size_t row, const std::string& text) {
+    try {
+      schema[row].set(back, text);
+    } catch (const autoreg::base::UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(refused(1, "purple"), "--colour must be 'red', 'green' or 'blue', got 'purple'");
+  EXPECT_EQ(refused(2, "0"), "--steps must be a whole number of at least 1, got '0'");
+  EXPECT_EQ(refused(3, "soon"), "--budget must be a number, got 'soon'");
+}
+
+TEST(DeviceNames, CpuAndCudaFromOneTable) {
+  EXPECT_EQ(autoreg::base::kDeviceNames.joined(), "cpu|cuda");
+  EXPECT_THROW(autoreg::base::kDeviceNames.parse("gpu"), std::invalid_argument);
 }

@@ -68,12 +68,7 @@ base::Schema<ModelRunSettings> model_run_schema(const std::string& log_help) {
   using S = ModelRunSettings;
   return {base::text_field<S>("cache", "cache", "DIR", "folder for preprocessed volumes (default <out>.cache)", &S::cache),
           base::text_field<S>("log", "log", "FILE", log_help + " (default <out>.log.jsonl)", &S::log),
-          {"device", "device", "cpu|cuda", "where to run",
-           [](const S& s) { return s.device; },
-           [](S& s, const std::string& t) {
-             if (t != "cpu" && t != "cuda") throw base::UsageError("--device must be 'cpu' or 'cuda', got '" + t + "'");
-             s.device = t;
-           }},
+          base::device_field<S>("where to run", &S::device),
           threads_field<S>("CPU threads (default: all)", &S::threads),
           base::whole_field<S>("seed", "seed", "S", "random seed", &S::seed, 0, std::numeric_limits<int64_t>::max()),
           base::switch_field<S>("resume", "resume", "continue from <out>.ckpt (same options)", &S::resume)};

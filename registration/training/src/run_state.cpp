@@ -42,18 +42,6 @@ void load_adam_state(torch::optim::Adam& adam, const std::vector<at::Tensor>& pa
   }
 }
 
-std::string exact_text(double v) {
-  std::string t;
-  for (int digits = 15; digits <= 17; ++digits) {
-    std::ostringstream s;
-    s.precision(digits);
-    s << v;
-    t = s.str();
-    if (std::stod(t) == v) break;
-  }
-  return t;
-}
-
 void save_run_fields(const std::vector<std::pair<std::string, std::string>>& fingerprint, Archive& archive) {
   for (const auto& [key, value] : fingerprint) archive.fields.emplace_back("run." + key, value);
 }

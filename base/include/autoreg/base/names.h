@@ -67,3 +67,12 @@ struct NameTable {
 };
 
 }  // namespace autoreg::base
+
+namespace autoreg::base {
+
+// Where a computation runs, as --device, the settings, Python and the ITK filter name it.
+// Every check of a device name is this table's (ops::parse_device adds whether CUDA is there).
+enum class DeviceKind { Cpu, Cuda };
+inline constexpr NameTable<DeviceKind, 2> kDeviceNames{"--device", {{{DeviceKind::Cpu, "cpu"}, {DeviceKind::Cuda, "cuda"}}}};
+
+}  // namespace autoreg::base

@@ -10,25 +10,38 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
+#include <optional>
+#include <type_traits>
 #include <string>
 #include <vector>
 
 #include "autoreg/base/errors.h"
+#include "autoreg/base/names.h"
+#include "autoreg/base/number_text.h"
 
 namespace autoreg::base {
 
+// What a setting's text stands for, for typed records (the --json settings record).
+enum class SettingKind { Text, Number, Whole, Boolean, Numbers };
+
 template <typename S>
 struct SettingField {
-  std::string keyword;     // the field's name: Python's keyword, the --json record's key
+  std::string keyword;     // the field's name: Python's keyword, the ITK filter's SetSetting name, the --json record's key
   std::string option;      // the command line's --option, without the dashes
   std::string value_name;  // the help's placeholder ("N", "FILE"); "" for a switch
   std::string help;        // what it does; the default is added from the struct's
-  std::function<std::string(const S&)> get;             // the value as text ("" unset; a switch "true"/"false")
-  std::function<void(S&, const std::string& text)> set;  // UsageError naming --option for bad text
+  std::function<std::string(const S&)> get;             // the value as text ("" unset; booleans "true"/"false")
+  std::function<void(S&, const std::string& text)> set;  // an error naming --option for text it does not read
   bool required = false;   // the command line must give it
   bool written_back = true;  // `arguments` writes it (false: the supervisor's own, as --nproc)
-  bool switch_option() const { return value_name.empty(); }
+  std::string switch_sets;   // a switch: the value its presence gives, in the keyword's terms
+                             // (--no-augment: augment "false"); "": the option takes a value
+  std::string sample;        // a valid value other than the default (the tests walk the rows with it)
+  SettingKind kind = SettingKind::Text;
+  bool command_option = false;  // the command declares the option itself (register's --device), not from the row
+  bool switch_option() const { return !switch_sets.empty(); }
 };
 template <typename S>
 using Schema = std::vector<SettingField<S>>;
@@ -42,7 +55,7 @@ std::vector<std::string> arguments(const std::string& command, const Schema<S>& 
     if (!f.written_back) continue;
     const std::string value = f.get(s);
     if (f.switch_option()) {
-      if (value == "true") words.push_back("--" + f.option);
+      if (value == f.switch_sets) words.push_back("--" + f.option);
     } else if (!value.empty()) {
       words.insert(words.end(), {"--" + f.option, value});
     }
@@ -100,20 +113,15 @@ inline double real_number(const std::string& option, const std::string& text) {
   return value;
 }
 
-// A number as options write it, so that it reads back exactly ("0.5", "1e-05").
-inline std::string exact_text(double v) {
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  return buf;
-}
-
 template <typename S, typename T>
 SettingField<S> whole_field(std::string keyword, std::string option, std::string value_name, std::string help,
                             T S::*member, int64_t least = -kUnbounded, int64_t most = kUnbounded) {
   const std::string o = option;
-  return {std::move(keyword), std::move(option), std::move(value_name), std::move(help),
-          [member](const S& s) { return std::to_string(s.*member); },
-          [member, o, least, most](S& s, const std::string& t) { s.*member = T(whole_number(o, t, least, most)); }};
+  SettingField<S> f{std::move(keyword), std::move(option), std::move(value_name), std::move(help),
+                    [member](const S& s) { return std::to_string(s.*member); },
+                    [member, o, least, most](S& s, const std::string& t) { s.*member = T(whole_number(o, t, least, most)); }};
+  f.kind = SettingKind::Whole;
+  return f;
 }
 
 // A finite number, written so that it reads back exactly.
@@ -121,36 +129,108 @@ template <typename S, typename T>
 SettingField<S> number_field(std::string keyword, std::string option, std::string value_name, std::string help,
                              T S::*member) {
   const std::string o = option;
-  return {std::move(keyword), std::move(option), std::move(value_name), std::move(help),
-          [member](const S& s) { return exact_text(double(s.*member)); },
-          [member, o](S& s, const std::string& t) { s.*member = T(real_number(o, t)); }};
+  SettingField<S> f{std::move(keyword), std::move(option), std::move(value_name), std::move(help),
+                    [member](const S& s) { return exact_text(double(s.*member)); },
+                    [member, o](S& s, const std::string& t) { s.*member = T(real_number(o, t)); }};
+  f.kind = SettingKind::Number;
+  return f;
+}
+
+// "true" or "false" (also 1 or 0); "--option must be true or false, got 'x'".
+inline bool boolean_value(const std::string& option, const std::string& text) {
+  if (text == "true" || text == "1") return true;
+  if (text == "false" || text == "0") return false;
+  throw UsageError("--" + option + " must be true or false, got '" + text + "'");
+}
+
+// A boolean setting given by a switch whose presence sets it to `on_given`: switch_field
+// (--resume: resume true) and off_switch_field (--no-augment: augment false). The
+// keyword's value is the setting's own ("augment": "false"), as Python gives it.
+template <typename S>
+SettingField<S> boolean_switch(std::string keyword, std::string option, std::string help, bool S::*member, bool on_given) {
+  const std::string o = option;
+  SettingField<S> f{std::move(keyword), std::move(option), "", std::move(help),
+                    [member](const S& s) { return std::string(s.*member ? "true" : "false"); },
+                    [member, o](S& s, const std::string& t) { s.*member = boolean_value(o, t); }};
+  f.switch_sets = on_given ? "true" : "false";
+  f.sample = f.switch_sets;
+  f.kind = SettingKind::Boolean;
+  return f;
 }
 
 // A switch that turns a setting off (--no-augment: augment = false).
 template <typename S>
 SettingField<S> off_switch_field(std::string keyword, std::string option, std::string help, bool S::*member) {
-  return {std::move(keyword), std::move(option), "", std::move(help),
-          [member](const S& s) { return std::string(s.*member ? "false" : "true"); },
-          [member](S& s, const std::string& t) { s.*member = t != "true"; }};
+  return boolean_switch(std::move(keyword), std::move(option), std::move(help), member, false);
 }
 
 // A switch: on when given.
 template <typename S>
 SettingField<S> switch_field(std::string keyword, std::string option, std::string help, bool S::*member) {
-  return {std::move(keyword), std::move(option), "", std::move(help),
-          [member](const S& s) { return std::string(s.*member ? "true" : "false"); },
-          [member](S& s, const std::string& t) { s.*member = t == "true"; }};
+  return boolean_switch(std::move(keyword), std::move(option), std::move(help), member, true);
+}
+
+// One of a choice's names (base/names.h), parsed and written by its one table;
+// "--option must be 'a' or 'b', got 'x'".
+template <typename S, typename E, std::size_t N>
+SettingField<S> choice_field(std::string keyword, std::string option, std::string help, const NameTable<E, N>& table,
+                             E S::*member) {
+  const std::string o = option;
+  return {std::move(keyword), std::move(option), table.joined(), std::move(help),
+          [member, &table](const S& s) { return std::string(table.name(s.*member)); },
+          [member, &table, o](S& s, const std::string& t) {
+            if (!table.contains(t)) throw UsageError("--" + o + " must be " + table.allowed() + ", got '" + t + "'");
+            s.*member = table.parse(t);
+          }};
+}
+
+// --device: "cpu" or "cuda" (kDeviceNames), kept as its name.
+template <typename S>
+SettingField<S> device_field(std::string help, std::string S::*member) {
+  return {"device", "device", kDeviceNames.joined(), std::move(help), [member](const S& s) { return s.*member; },
+          [member](S& s, const std::string& t) {
+            if (!kDeviceNames.contains(t)) throw UsageError("--device must be " + kDeviceNames.allowed() + ", got '" + t + "'");
+            s.*member = t;
+          }};
+}
+
+// A setting that may be unset (std::optional<T>: written only when set), a whole number
+// of at least `least` or a real number.
+template <typename S, typename T>
+SettingField<S> optional_field(std::string keyword, std::string option, std::string value_name, std::string help,
+                               std::optional<T> S::*member, int64_t least = -kUnbounded) {
+  const std::string o = option;
+  SettingField<S> f{std::move(keyword), std::move(option), std::move(value_name), std::move(help),
+                    [member](const S& s) {
+                      if (!(s.*member)) return std::string();
+                      if constexpr (std::is_integral_v<T>) return std::to_string(*(s.*member));
+                      else return exact_text(double(*(s.*member)));
+                    },
+                    [member, o, least](S& s, const std::string& t) {
+                      if constexpr (std::is_integral_v<T>) s.*member = T(whole_number(o, t, least));
+                      else s.*member = T(real_number(o, t));
+                    }};
+  f.kind = std::is_integral_v<T> ? SettingKind::Whole : SettingKind::Number;
+  return f;
+}
+
+// A row of a nested settings struct (`member` of S), e.g. the search's own options.
+template <typename S, typename Inner>
+SettingField<S> nested_row(const SettingField<Inner>& f, Inner S::*member) {
+  SettingField<S> out{f.keyword, f.option, f.value_name, f.help, [g = f.get, member](const S& s) { return g(s.*member); },
+                      [st = f.set, member](S& s, const std::string& t) { st(s.*member, t); }, f.required, f.written_back};
+  out.switch_sets = f.switch_sets;
+  out.sample = f.sample;
+  out.kind = f.kind;
+  out.command_option = f.command_option;
+  return out;
 }
 
 // The rows of a nested settings struct (`member` of S), e.g. the options several jobs share.
 template <typename S, typename Inner>
 Schema<S> nested(const Schema<Inner>& inner, Inner S::*member) {
   Schema<S> out;
-  for (const SettingField<Inner>& f : inner) {
-    out.push_back({f.keyword, f.option, f.value_name, f.help,
-                   [g = f.get, member](const S& s) { return g(s.*member); },
-                   [st = f.set, member](S& s, const std::string& t) { st(s.*member, t); }, f.required, f.written_back});
-  }
+  for (const SettingField<Inner>& f : inner) out.push_back(nested_row(f, member));
   return out;
 }
 

@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "autoreg/base/number_text.h"
 #include "autoreg/registration/archive.h"
 
 namespace torch::optim {
@@ -29,7 +30,7 @@ void load_adam_state(torch::optim::Adam& adam, const std::vector<at::Tensor>& pa
                      const std::string& path);
 
 // The shortest text that reads back as `v` (for options kept in checkpoints).
-std::string exact_text(double v);
+using base::exact_text;
 
 // Appends `fingerprint` as fields "run.<name>".
 void save_run_fields(const std::vector<std::pair<std::string, std::string>>& fingerprint, Archive& archive);
