@@ -151,8 +151,9 @@ py::tuple network_forward(const std::string& model_file, const FloatArray& movin
 // on it (the moving one through `affine`, fixed → moving points, identity when None).
 py::dict model_inputs(const FloatArray& fixed, const py::dict& fixed_geometry, const FloatArray& moving,
                       const py::dict& moving_geometry, const std::string& model_file, const py::object& affine) {
-  pipeline::PairOptions o;
-  o.model = std::make_shared<registration::Model>(registration::load_model(pipeline::resolve_model_name(model_file)));
+  pipeline::RegistrationSettings settings;  // register's defaults with the model, translated as register does
+  settings.model = model_file;
+  const pipeline::PairOptions o = pipeline::pair_options(settings);
   io::Volume f = volume_of<float>(fixed, fixed_geometry, "fixed"), m = volume_of<float>(moving, moving_geometry, "moving");
   at::Tensor a = at::eye(4, at::kDouble);
   if (!affine.is_none()) {

@@ -9,8 +9,9 @@
 namespace autoreg::pipeline {
 
 AffineLimits affine_limits(const PairOptions& o, bool same_patient) {
-  if (o.affine.rigid || o.settings.preset == "ct-cbct" || same_patient) return {15, 0.98, 1.02};
-  return {};
+  if (o.affine.rigid) return rigid_limits("rigid");
+  if (same_patient) return rigid_limits("same patient's");
+  return o.affine_limits;  // the preset's (pair_options)
 }
 
 AffineShape affine_shape(const at::Tensor& affine) {
@@ -58,7 +59,7 @@ std::vector<PairWarning> check_pair(const PairOptions& o, const PairResult& r, d
                     "the affine turns by %.1f degrees and scales by %.2f to %.2f%s, beyond what the %s pre-alignment "
                     "allows (%.0f degrees, %.2f to %.2f)",
                     shape.rotation_degrees, *lo, *hi, shape.reflects ? " with a reflection" : "",
-                    o.affine.rigid ? "rigid" : r.preset.evidence.same_patient ? "same patient's" : o.settings.preset.c_str(),
+                    limits.from.c_str(),
                     limits.max_rotation_degrees, limits.min_scale,
                     limits.max_scale);
       w.push_back({"affine_limits", text,

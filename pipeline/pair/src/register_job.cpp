@@ -164,8 +164,8 @@ nlohmann::json padding_summary(const PairOptions& o, const PairResult& r) {
     if (!f.gas_threshold) return nlohmann::json();
     return nlohmann::json{{"below", *f.gas_threshold}, {"percent", 100.0 * f.gas_fraction}};
   };
-  nlohmann::json j{{"rule", padding_text(o.settings.padding)}, {"fixed", found(r.fixed_fov)}, {"moving", found(r.moving_fov)}};
-  if (o.settings.exclude_gas) j["gas"] = {{"fixed", gas(r.fixed_fov)}, {"moving", gas(r.moving_fov)}};
+  nlohmann::json j{{"rule", padding_text(o.padding)}, {"fixed", found(r.fixed_fov)}, {"moving", found(r.moving_fov)}};
+  if (o.exclude_gas) j["gas"] = {{"fixed", gas(r.fixed_fov)}, {"moving", gas(r.moving_fov)}};
   return j;
 }
 

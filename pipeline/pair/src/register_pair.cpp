@@ -50,6 +50,19 @@ PairOptions with_settings(const PairOptions& given, const RegistrationSettings& 
   o.deformable.seed = s.seed;
   o.device = s.device;
   o.refine = s.refine;
+  o.intensity_window = s.intensity_window;
+  o.padding = s.padding;
+  o.exclude_gas = s.exclude_gas;
+  o.discrete.reset();
+  if (s.discrete_mm > 0) {
+    o.discrete.emplace();
+    o.discrete->radius_mm = s.discrete_mm;
+    o.discrete->grid_mm = s.discrete_grid_mm;
+  }
+  o.affine_limits = AffineLimits{};
+  for (const Preset& p : presets()) {
+    if (p.name == s.preset) o.affine_limits = p.limits;
+  }
   return o;
 }
 
@@ -73,7 +86,7 @@ at::Tensor binary_mask(const at::Tensor& data, const std::string& name) {
 
 at::Tensor normalise_intensities(const at::Tensor& data, const at::Tensor& mask, const PairOptions& o,
                       const std::array<double, 2>& percent, PairResult::Intensity* how) {
-  if (const auto& window = o.settings.intensity_window) {
+  if (const auto& window = o.intensity_window) {
     *how = {"window", (*window)[0], (*window)[1]};
   } else {
     const auto [lo, hi] = io::intensity_percentiles(data, percent[0], percent[1], mask);
@@ -177,7 +190,7 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
   // Only what both scans show is compared: the given masks times the fields of view. The
   // checks compare what both show even when the similarity compares everything (--padding
   // none: the fields of view found automatically, not reported as used).
-  const Padding& padding = given_options.settings.padding;
+  const Padding& padding = given_options.padding;
   const bool padding_compared = padding.rule != Padding::Rule::None;
   const Padding rule = padding_compared ? padding : Padding{};
   const Shown fixed_shown = shown(fixed, given_masks.fixed, rule), moving_shown = shown(moving, given_masks.moving, rule);
@@ -195,7 +208,7 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
                                          fixed.geometry, moving.geometry));
   r.options = with_settings(given_options, chosen_settings(given_options.settings, r.preset));
   const PairOptions& o = r.options;
-  if (o.settings.exclude_gas) {  // gas left out as the fields of view are
+  if (o.exclude_gas) {  // gas left out as the fields of view are
     const at::Tensor fixed_kept = not_gas(fixed, r.preset.evidence.fixed, r.masks.fixed, &r.fixed_fov);
     const at::Tensor moving_kept = not_gas(moving, r.preset.evidence.moving, r.masks.moving, &r.moving_fov);
     for (PairMasks* p : {&r.masks, &masks, &interior}) *p = {masked_by(p->fixed, fixed_kept), masked_by(p->moving, moving_kept)};
@@ -285,11 +298,9 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
     const at::Tensor moved = io::sample_mapped(m, fixed.geometry, r.affine, at::Tensor());
     lap("resample");
     registration::InstanceOptions deformable = o.deformable;
-    if (o.settings.discrete_mm > 0) {
+    if (o.discrete) {
       // The discrete search's displacement (fixed voxels) is where the velocity starts.
-      registration::DiscreteOptions d;
-      d.radius_mm = o.settings.discrete_mm;
-      d.grid_mm = o.settings.discrete_grid_mm;
+      registration::DiscreteOptions d = *o.discrete;
       d.spacing = {fixed.geometry.spacing[2], fixed.geometry.spacing[1], fixed.geometry.spacing[0]};
       deformable.initial_velocity = registration::discrete_displacement(f, moved.to(device), d, masks.fixed);
       lap("discrete");

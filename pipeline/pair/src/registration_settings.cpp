@@ -1,8 +1,10 @@
+#include "autoreg/base/names.h"
 #include "autoreg/pipeline/registration_settings.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <stdexcept>
 
 #include "autoreg/pipeline/option_values.h"
@@ -14,16 +16,19 @@ namespace autoreg::pipeline {
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> all = {
       {"auto", "the default: chosen from the images (a CT pair: ct-cbct; an MR of the trunk with thick slices: "
-               "breathing; anything else: brain), printed and recorded in --json with the evidence"},
-      {"brain", "adult brain MRI between subjects: affine, two levels, diffusion"},
+               "breathing; anything else: brain), printed and recorded in --json with the evidence",
+       {45, 0.6, 1.6, "auto"}},
+      {"brain", "adult brain MRI between subjects: affine, two levels, diffusion", {}},
       {"breathing", "the same patient's frames across breathing (liver, lungs): no affine, four levels "
                     "(140,140,70,40), each coarse level compared on the images of two levels finer, total "
                     "variation (sliding organs, weight 1), Adam steps of 0.4 voxels, the finest level at full "
-                    "resolution"},
+                    "resolution",
+       {45, 0.6, 1.6, "breathing"}},
       {"ct-cbct", "a planning CT onto the same patient's cone-beam CT (adaptive radiotherapy): a rigid "
                   "pre-alignment, kept only where it improves the match (the clinic's alignment otherwise), "
                   "the CBCT's field of view left out, local NCC (a CBCT is not in HU), diffusion of weight 4, three "
-                  "levels (70,70,20)"}};
+                  "levels (70,70,20)",
+       rigid_limits("ct-cbct")}};
   return all;
 }
 
@@ -122,7 +127,7 @@ void check_regularizer(const std::string& name) { check_name(registration::kRegu
 
 void validate(const RegistrationSettings& s) {
   check_similarity(s.similarity);
-  if (s.device != "cpu" && s.device != "cuda") throw SettingsError("--device must be cpu or cuda, got '" + s.device + "'");
+  check_name(base::kDeviceNames, "--device", s.device);
   if (!s.affine && !s.deformable) {
     throw SettingsError("--affine-only and --no-affine exclude each other (neither the affine nor the deformable stage is on)");
   }
@@ -270,18 +275,30 @@ std::string presets_help() {
 
 using S = RegistrationSettings;
 
+// A row of the table, in the order its rows are written.
+SettingRow row(std::string keyword, std::string option, bool command_option, std::string switch_sets,
+               std::string value_name, std::string help, std::function<std::string(const S&)> get,
+               std::function<void(S&, const std::string&)> set, std::string sample, SettingKind kind = SettingKind::Text) {
+  SettingRow r{std::move(keyword), std::move(option), std::move(value_name), std::move(help), std::move(get), std::move(set)};
+  r.switch_sets = std::move(switch_sets);
+  r.sample = std::move(sample);
+  r.kind = kind;
+  r.command_option = command_option;
+  return r;
+}
+
 std::vector<SettingRow> make_rows() {
   std::vector<SettingRow> rows;
   // The preset: a base the others override (the ITK filter's SetPreset keeps what it does not name).
-  rows.push_back({"preset", "preset", false, "", "PRESET", presets_help(), [](const S& s) { return s.preset; },
-                  [](S& s, const std::string& t) { apply_preset(t, s); }, "breathing"});
-  rows.push_back({"model", "model", false, "", "FILE",
+  rows.push_back(row("preset", "preset", false, "", "PRESET", presets_help(), [](const S& s) { return s.preset; },
+                  [](S& s, const std::string& t) { apply_preset(t, s); }, "breathing"));
+  rows.push_back(row("model", "model", false, "", "FILE",
                   "a trained model (.autoreg, from autoreg train), or 'default' for the model shipped with autoreg; "
                   "without it, instance optimisation",
-                  [](const S& s) { return s.model; }, [](S& s, const std::string& t) { s.model = t; }, "default"});
-  rows.push_back({"device", "device", true, "", "cpu|cuda", "where to run", [](const S& s) { return s.device; },
-                  [](S& s, const std::string& t) { s.device = t; }, "cuda"});
-  rows.push_back({"rigid", "rigid", false, "true", "",
+                  [](const S& s) { return s.model; }, [](S& s, const std::string& t) { s.model = t; }, "default"));
+  rows.push_back(row("device", "device", true, "", "cpu|cuda", "where to run", [](const S& s) { return s.device; },
+                  [](S& s, const std::string& t) { s.device = t; }, "cuda"));
+  rows.push_back(row("rigid", "rigid", false, "true", "",
                   "a rigid pre-alignment (rotation and translation, 6 degrees of freedom) instead of the affine (12): "
                   "the same patient's scans, where scale and shear would follow an organ that moves inside the body",
                   [](const S& s) { return boolean_text(s.rigid); },
@@ -289,21 +306,21 @@ std::vector<SettingRow> make_rows() {
                     s.rigid = parse_boolean("rigid", t);
                     if (s.rigid) s.affine = true;  // turns on the pre-alignment a preset turned off
                   },
-                  "true", SettingKind::Boolean});
-  rows.push_back({"affine", "no-affine", false, "false", "", "skip the affine pre-alignment (already aligned inputs)",
+                  "true", SettingKind::Boolean));
+  rows.push_back(row("affine", "no-affine", false, "false", "", "skip the affine pre-alignment (already aligned inputs)",
                   [](const S& s) { return boolean_text(s.affine); },
-                  [](S& s, const std::string& t) { s.affine = parse_boolean("no-affine", t); }, "false", SettingKind::Boolean});
-  rows.push_back({"deformable", "affine-only", true, "false", "", "stop after the affine pre-alignment",
+                  [](S& s, const std::string& t) { s.affine = parse_boolean("no-affine", t); }, "false", SettingKind::Boolean));
+  rows.push_back(row("deformable", "affine-only", true, "false", "", "stop after the affine pre-alignment",
                   [](const S& s) { return boolean_text(s.deformable); },
-                  [](S& s, const std::string& t) { s.deformable = parse_boolean("affine-only", t); }, "false", SettingKind::Boolean});
-  rows.push_back({"similarity", "similarity", false, "", registration::kSimilarityNames.joined(),
+                  [](S& s, const std::string& t) { s.deformable = parse_boolean("affine-only", t); }, "false", SettingKind::Boolean));
+  rows.push_back(row("similarity", "similarity", false, "", registration::kSimilarityNames.joined(),
                   "ncc, mse, or mind (MIND-SSC, for different modalities)", [](const S& s) { return s.similarity; },
                   [](S& s, const std::string& t) {
                     check_similarity(t);
                     s.similarity = t;
                   },
-                  "mind"});
-  rows.push_back({"regularizer", "regularizer", false, "", registration::kRegularizerNames.joined(),
+                  "mind"));
+  rows.push_back(row("regularizer", "regularizer", false, "", registration::kRegularizerNames.joined(),
                   "instance optimisation's smoothness: diffusion (smooth everywhere, brains) or tv (total variation: "
                   "lets organs slide, e.g. the liver along the body wall)",
                   [](const S& s) { return s.regularizer; },
@@ -311,52 +328,52 @@ std::vector<SettingRow> make_rows() {
                     check_regularizer(t);
                     s.regularizer = t;
                   },
-                  "tv"});
-  rows.push_back({"regularization", "regularization", false, "", "λ", "weight λ of the smoothness term",
+                  "tv"));
+  rows.push_back(row("regularization", "regularization", false, "", "λ", "weight λ of the smoothness term",
                   [](const S& s) { return number_text(s.regularization); },
-                  [](S& s, const std::string& t) { s.regularization = parse_number("regularization", t); }, "0.5", SettingKind::Number});
-  rows.push_back({"learning_rate", "learning-rate", false, "", "STEP",
+                  [](S& s, const std::string& t) { s.regularization = parse_number("regularization", t); }, "0.5", SettingKind::Number));
+  rows.push_back(row("learning_rate", "learning-rate", false, "", "STEP",
                   "instance optimisation's Adam step in half-resolution voxels of the finest axis, the same length in "
                   "mm at every level (0.4 in --preset breathing)",
                   [](const S& s) { return number_text(s.learning_rate); },
-                  [](S& s, const std::string& t) { s.learning_rate = parse_number("learning-rate", t); }, "0.3", SettingKind::Number});
-  rows.push_back({"ncc_window_mm", "ncc-window", false, "", "MM",
+                  [](S& s, const std::string& t) { s.learning_rate = parse_number("learning-rate", t); }, "0.3", SettingKind::Number));
+  rows.push_back(row("ncc_window_mm", "ncc-window", false, "", "MM",
                   "instance optimisation's local NCC window in mm along each axis, the same neighbourhood at every "
                   "level and on thick slices (0: 5 voxels of each level, 7 at the finest)",
                   [](const S& s) { return number_text(s.ncc_window_mm); },
-                  [](S& s, const std::string& t) { s.ncc_window_mm = parse_number("ncc-window", t); }, "7", SettingKind::Number});
-  rows.push_back({"iterations", "iterations", false, "", "N1,N2,...",
+                  [](S& s, const std::string& t) { s.ncc_window_mm = parse_number("ncc-window", t); }, "7", SettingKind::Number));
+  rows.push_back(row("iterations", "iterations", false, "", "N1,N2,...",
                   "deformable Adam steps per pyramid level, coarse to fine: the last at 1/2 resolution, each before "
                   "it halving again (1 to 6 levels, more for larger motion, e.g. 140,140,70,40 in --preset "
                   "breathing; thick slices are not shrunk until the others reach them)",
                   [](const S& s) { return counts_text(s.iterations); },
                   [](S& s, const std::string& t) { s.iterations = parse_counts("--iterations", t, 1, 6); },
-                  "30,20,10", SettingKind::Numbers});
-  rows.push_back({"full_resolution", "full-resolution", false, "true", "",
+                  "30,20,10", SettingKind::Numbers));
+  rows.push_back(row("full_resolution", "full-resolution", false, "true", "",
                   "the finest level compares the images at full resolution (the field stays on the half-resolution "
                   "grid): finer detail at about twice the time; on in --preset breathing",
                   [](const S& s) { return boolean_text(s.full_resolution); },
-                  [](S& s, const std::string& t) { s.full_resolution = parse_boolean("full-resolution", t); }, "true", SettingKind::Boolean});
-  rows.push_back({"compare_finer", "compare-finer", false, "", "N",
+                  [](S& s, const std::string& t) { s.full_resolution = parse_boolean("full-resolution", t); }, "true", SettingKind::Boolean));
+  rows.push_back(row("compare_finer", "compare-finer", false, "", "N",
                   "each pyramid level before the finest compares the images of the level N finer (at most 1/2 "
                   "resolution), its field on its own grid: coarse levels that follow centimetres of motion by fine "
                   "structure (vessels) rather than blurred blobs, at up to 1.5 times the time (2 in --preset breathing)",
                   [](const S& s) { return std::to_string(s.compare_finer); },
-                  [](S& s, const std::string& t) { s.compare_finer = unsigned(parse_whole("compare-finer", t)); }, "1", SettingKind::Whole});
-  rows.push_back({"affine_iterations", "affine-iterations", false, "", "N1,N2", "affine Adam steps at 4 mm and 2 mm",
+                  [](S& s, const std::string& t) { s.compare_finer = unsigned(parse_whole("compare-finer", t)); }, "1", SettingKind::Whole));
+  rows.push_back(row("affine_iterations", "affine-iterations", false, "", "N1,N2", "affine Adam steps at 4 mm and 2 mm",
                   [](const S& s) { return counts_text(s.affine_iterations); },
                   [](S& s, const std::string& t) {
                     const std::vector<unsigned> c = parse_counts("--affine-iterations", t, 2, 2);
                     s.affine_iterations = {c[0], c[1]};
                   },
-                  "40,30", SettingKind::Numbers});
-  rows.push_back({"refine", "refine", false, "", "K",
+                  "40,30", SettingKind::Numbers));
+  rows.push_back(row("refine", "refine", false, "", "K",
                   "with --model: Adam steps of instance optimisation (1/2 resolution) refining the network's field",
                   [](const S& s) { return std::to_string(s.refine); },
-                  [](S& s, const std::string& t) { s.refine = unsigned(parse_whole("refine", t)); }, "5", SettingKind::Whole});
-  rows.push_back({"seed", "seed", false, "", "S", "random seed", [](const S& s) { return std::to_string(s.seed); },
-                  [](S& s, const std::string& t) { s.seed = parse_whole("seed", t); }, "7", SettingKind::Whole});
-  rows.push_back({"intensity_window", "intensity-window", false, "", "LO,HI",
+                  [](S& s, const std::string& t) { s.refine = unsigned(parse_whole("refine", t)); }, "5", SettingKind::Whole));
+  rows.push_back(row("seed", "seed", false, "", "S", "random seed", [](const S& s) { return std::to_string(s.seed); },
+                  [](S& s, const std::string& t) { s.seed = parse_whole("seed", t); }, "7", SettingKind::Whole));
+  rows.push_back(row("intensity_window", "intensity-window", false, "", "LO,HI",
                   "the intensities mapped to 0 and 1, clipped beyond, for both images (e.g. -1000,1000 for CT in HU); "
                   "unset, automatic: a CT (its 0.5th percentile at or below -500 HU) gets -1000,1000, anything else "
                   "its 0.5th and 99.5th percentiles",
@@ -375,32 +392,32 @@ std::vector<SettingRow> make_rows() {
                     }
                     s.intensity_window = std::array<double, 2>{w[0], w[1]};
                   },
-                  "-1000,1000", SettingKind::Numbers});
-  rows.push_back({"padding", "padding", false, "", "auto|none|VALUE",
+                  "-1000,1000", SettingKind::Numbers));
+  rows.push_back(row("padding", "padding", false, "", "auto|none|VALUE",
                   "the constant outside a scan's field of view, which no similarity compares (a cone-beam CT's "
                   "cylinder, a CT's reconstruction circle): auto (each image's minimum when it is at or below -500 "
                   "and a constant around the field of view, not clamped air), none, or a value for both images (e.g. "
                   "0 for an MR crop); --json reports what was found",
                   [](const S& s) { return padding_text(s.padding); },
-                  [](S& s, const std::string& t) { s.padding = parse_padding(t); }, "-1024"});
-  rows.push_back({"discrete_mm", "discrete", false, "", "MM",
+                  [](S& s, const std::string& t) { s.padding = parse_padding(t); }, "-1024"));
+  rows.push_back(row("discrete_mm", "discrete", false, "", "MM",
                   "before instance optimisation, search every displacement up to MM millimetres along each axis on a "
                   "4 mm grid (MIND-SSC cost volume, coupled convex optimisation, as ConvexAdam): motion larger than "
                   "the pyramid follows from zero (0: none)",
                   [](const S& s) { return number_text(s.discrete_mm); },
-                  [](S& s, const std::string& t) { s.discrete_mm = parse_number("discrete", t); }, "20", SettingKind::Number});
-  rows.push_back({"discrete_grid_mm", "discrete-grid", false, "", "MM",
+                  [](S& s, const std::string& t) { s.discrete_mm = parse_number("discrete", t); }, "20", SettingKind::Number));
+  rows.push_back(row("discrete_grid_mm", "discrete-grid", false, "", "MM",
                   "with --discrete: the search's grid, about MM per voxel; finer follows smaller structures, its cost "
                   "volume (and time) growing with the cube of 1/MM",
                   [](const S& s) { return number_text(s.discrete_grid_mm); },
-                  [](S& s, const std::string& t) { s.discrete_grid_mm = parse_number("discrete-grid", t); }, "3", SettingKind::Number});
-  rows.push_back({"exclude_gas", "exclude-gas", false, "", "true|false",
+                  [](S& s, const std::string& t) { s.discrete_grid_mm = parse_number("discrete-grid", t); }, "3", SettingKind::Number));
+  rows.push_back(row("exclude_gas", "exclude-gas", false, "", "true|false",
                   "leave gas inside the body (bowel, stomach) out of every similarity in Hounsfield-like scans (CT, "
                   "CBCT): found per scan below halfway between its air and its soft tissue, not connected to the air "
                   "around the body, grown by 2 mm",
                   [](const S& s) { return boolean_text(s.exclude_gas); },
                   [](S& s, const std::string& t) { s.exclude_gas = parse_boolean("exclude-gas", t); }, "true",
-                  SettingKind::Boolean});
+                  SettingKind::Boolean));
   return rows;
 }
 

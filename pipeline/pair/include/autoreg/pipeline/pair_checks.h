@@ -35,10 +35,6 @@ struct PairWarning {
 // What an affine may do under a preset: between subjects (brain) heads tilt and differ
 // in size; the same patient's scans (ct-cbct, --rigid, or a pair the images show to be
 // one patient's: PairEvidence::same_patient) barely turn and never scale.
-struct AffineLimits {
-  double max_rotation_degrees = 45;
-  double min_scale = 0.6, max_scale = 1.6;  // of each singular value of the linear part
-};
 AffineLimits affine_limits(const PairOptions& options, bool same_patient = false);
 
 inline constexpr double kFoldingLimitPercent = 1.0;

@@ -22,6 +22,7 @@
 #include "autoreg/pipeline/preset_choice.h"
 #include "autoreg/pipeline/registration_settings.h"
 #include "autoreg/registration/affine.h"
+#include "autoreg/registration/discrete.h"
 #include "autoreg/registration/instance.h"
 #include "autoreg/registration/model_file.h"
 
@@ -31,15 +32,23 @@ enum class Stages { AffineAndDeformable, AffineOnly, DeformableOnly };
 
 struct PairOptions {
   // The settings these options were made from (pair_options): the --json record, and
-  // what the pair reads of them as they are: the intensity window, the padding outside
-  // the fields of view, the discrete search's radius (0: none) and grid, the preset (the
-  // failure checks' limits).
+  // under --preset auto what the preset chosen from the images is applied to. The pair
+  // reads the options below, which pair_options translates from them.
   RegistrationSettings settings;
   Stages stages = Stages::AffineAndDeformable;
   registration::AffineOptions affine;
   registration::InstanceOptions deformable;
   std::string device = "cpu";  // "cpu" or "cuda"
   bool crop = true;             // fit the field only around the images' foreground
+  // Both images' intensities mapped to [0, 1] from this window; none: a CT's (HU) or
+  // each image's percentiles.
+  std::optional<std::array<double, 2>> intensity_window;
+  Padding padding;              // the rule for the constant outside a scan's field of view
+  bool exclude_gas = false;     // gas inside the body left out of every similarity (HU-like scans)
+  // The discrete search before instance optimisation (its radius and grid; the spacing
+  // is the fixed image's); none: the velocity starts at zero.
+  std::optional<registration::DiscreteOptions> discrete;
+  AffineLimits affine_limits;   // the preset's: what the pre-alignment may do (pair_checks.h)
   // A trained model: its network predicts the deformable part (on its model frame,
   // pipeline/frame.h) instead of instance optimisation. Null: instance optimisation.
   std::shared_ptr<registration::Model> model;

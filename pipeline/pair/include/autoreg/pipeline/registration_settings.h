@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "autoreg/base/schema.h"
 #include "autoreg/base/errors.h"
 
 namespace autoreg::pipeline {
@@ -125,8 +126,19 @@ inline constexpr std::array<double, 2> kCtWindow{-1000, 1000};
 //              (dropped unless it improves the match, as every pre-alignment), the
 //              padding around the CBCT's field of view not compared (automatic), local
 //              NCC (the CBCT is not in HU), diffusion of weight 4
+// How far a pre-alignment may turn and scale before the affine_limits check warns
+// (pair_checks.h), and whose limits they are ("brain", "ct-cbct", "rigid", "same patient's").
+struct AffineLimits {
+  double max_rotation_degrees = 45;
+  double min_scale = 0.6, max_scale = 1.6;  // of each singular value of the linear part
+  std::string from = "brain";
+};
+// A rigid pre-alignment's limits: the same patient's scans, where 15° or 2 % of scale is a failure.
+inline AffineLimits rigid_limits(std::string from) { return {15, 0.98, 1.02, std::move(from)}; }
+
 struct Preset {
   std::string name, purpose;
+  AffineLimits limits;  // what its pre-alignment may do (pair_options puts them in PairOptions)
 };
 const std::vector<Preset>& presets();
 // The settings of the preset `name` (SettingsError naming the known ones otherwise).
@@ -142,21 +154,15 @@ void apply_preset(const std::string& name, RegistrationSettings& s);
 // reading, the docstring's list), the ITK filter's SetSetting/GetSetting, and a test that
 // walks every row through all three. A new setting is a field, a row and its algorithm.
 // Values travel as the command line's text ("70,20", "true", "-1000,1000", "auto").
-// What a setting's text stands for, for the --json record (typed values).
-enum class SettingKind { Text, Number, Whole, Boolean, Numbers };
+// What a setting's text stands for, for the --json record (typed values): base's.
+using base::SettingKind;
 
-struct SettingRow {
-  std::string keyword;     // Python's keyword and the ITK filter's SetSetting name
-  std::string option;      // the command line's --option
-  bool command_option;     // the option is the command's own (--device, --affine-only), not registration_args.h's
-  std::string switch_sets; // a switch option: the value its presence gives; "": the option takes a value
-  std::string value_name;  // the help's placeholder for the value
-  std::string help;        // what it does (the default is added from the settings)
-  std::string (*get)(const RegistrationSettings&);               // the value as text ("" for unset)
-  void (*set)(RegistrationSettings&, const std::string& text);   // SettingsError naming --option for bad text
-  std::string sample;      // a valid value other than the default (the table's test)
-  SettingKind kind = SettingKind::Text;  // the record's type: a number, whole number, boolean, list ("" is null)
-};
+// A row of the settings table: base/schema.h's row over RegistrationSettings, every field
+// of it used (the keyword is Python's keyword and the ITK filter's SetSetting name;
+// command_option: --device and --affine-only are the commands' own options; switch_sets:
+// the value a switch's presence gives; sample: a valid value other than the default, for
+// the table's test; kind: the --json record's type). Its set throws SettingsError.
+using SettingRow = base::SettingField<RegistrationSettings>;
 // Every row, in the order they are applied: the preset first (the others override it),
 // --rigid before --no-affine (which turns the pre-alignment back off).
 const std::vector<SettingRow>& setting_rows();
