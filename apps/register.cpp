@@ -32,9 +32,125 @@
 #include "options.h"
 #include "print_contours.h"
 #include "registration_args.h"
+#include "schema_args.h"
 
 namespace autoreg::apps {
 namespace {
+
+// What `register` is given besides how a pair is registered (the settings table's
+// options): the files of one pair, or a list of pairs and its run, and what it prints.
+struct RegisterCommand {
+  pipeline::RegisterJob job;
+  pipeline::BatchOptions batch;
+  bool affine_only = false;  // the registration's `deformable` off: the command's own switch
+  bool json = false, strict = false;
+};
+
+// The command's rows (base/schema.h), in the order --help lists them within a group.
+base::Schema<RegisterCommand> register_schema() {
+  using C = RegisterCommand;
+  using J = pipeline::RegisterJob;
+  using B = pipeline::BatchOptions;
+  const auto file = [](const char* keyword, const char* option, const char* value_name, const char* help, std::string J::*m) {
+    return base::nested_row(base::text_field<J>(keyword, option, value_name, help, m), &C::job);
+  };
+  const auto run = [](base::SettingField<B> row) { return base::nested_row(row, &C::batch); };
+  const auto orientation = [](const char* keyword, const char* option, const char* whose, std::string J::*m) {
+    base::SettingField<J> row = base::text_field<J>(
+        keyword, option, "CODE", std::string("override a wrong header: where the ") + whose + " voxel axes point, e.g. LIA", m);
+    row.set = [m, o = "--" + std::string(option)](J& j, const std::string& t) { j.*m = checked_orientation(o, t); };
+    return base::nested_row(row, &C::job);
+  };
+  return {
+      file("fixed", "fixed", "FILE", "fixed image", &J::fixed),
+      file("moving", "moving", "FILE", "moving image", &J::moving),
+      file("out_warped", "out-warped", "FILE|DIR/",
+           "moving image on the fixed grid; a name ending in / (with a DICOM series as --fixed): a new CT series in that "
+           "folder, on the fixed series' geometry and frame of reference, in HU",
+           &J::out_warped),
+      file("out_field", "out-field", "FILE",
+           "displacement field, affine and deformable together (LPS mm, fixed grid; .h5: ITK DisplacementFieldTransform)",
+           &J::out_field),
+      file("fixed_labels", "fixed-labels", "FILE",
+           "the fixed image's label map: the summary reports the warped labels' mean Dice over its labels", &J::fixed_labels),
+      file("fixed_points", "fixed-points", "FILE",
+           "landmarks of the fixed image (.csv LPS as ANTs, elastix .txt/.pts, .vtk, Slicer .fcsv/.mrk.json): with "
+           "--moving-points, the summary reports their TRE (mm) after registration",
+           &J::fixed_points),
+      file("moving_points", "moving-points", "FILE", "the same landmarks, in the same order, in the moving image",
+           &J::moving_points),
+      file("fixed_mask", "fixed-mask", "FILE",
+           "a mask of the fixed image (non-zero inside, on its grid): only the voxels inside it are compared "
+           "(cost-function masking, as ANTs -x), in the affine, instance optimisation and --refine; the field covers the "
+           "whole grid",
+           &J::fixed_mask),
+      file("moving_mask", "moving-mask", "FILE",
+           "a mask of the moving image (on its grid): only fixed voxels whose match lies inside it are compared",
+           &J::moving_mask),
+      run(base::text_field<B>("pairs", "pairs", "FILE",
+                              "many pairs in one run: a CSV with columns fixed,moving and optionally moving_labels,"
+                              "fixed_labels,fixed_points,moving_points,fixed_mask,moving_mask,moving_contours,"
+                              "fixed_contours (instead of --fixed/--moving/--out-*)",
+                              &B::pairs_csv)),
+      run(base::text_field<B>("out_dir", "out-dir", "DIR",
+                              "with --pairs: the output folder (outputs named after the inputs, summary.csv, summary.json)",
+                              &B::out_dir)),
+      run(base::switch_field<B>("resume", "resume", "with --pairs: skip the pairs whose outputs are complete", &B::resume)),
+      run(base::text_field<B>("shard", "shard", "K/N",
+                              "with --pairs: register only shard K of N (rows i with i % N = K-1), writing "
+                              "summary.shard-K-of-N.csv/.json; default: a Slurm array's or Kubernetes indexed Job's index",
+                              &B::shard)),
+      run(base::switch_field<B>("merge", "merge",
+                                "with --pairs: write the run's summary files and index.html in --out-dir from its shards' "
+                                "summaries (registers nothing)",
+                                &B::merge)),
+      run(base::switch_field<B>("allow_missing", "allow-missing",
+                                "with --merge: list pairs that no shard registered as missing instead of refusing",
+                                &B::allow_missing)),
+      file("moving_labels", "moving-labels", "FILE", "moving label map to warp", &J::moving_labels),
+      file("out_labels", "out-labels", "FILE",
+           "warped label map (of --moving-labels, or of the structures of --moving-contours, each its ROI number, with a "
+           "table FILE.csv of label, name and colour)",
+           &J::out_labels),
+      file("moving_contours", "moving-contours", "RS.dcm",
+           "an RT Structure Set (RTSTRUCT .dcm) drawn on the moving DICOM series (--moving: its folder): its structures "
+           "are carried onto the fixed series; --out-contours writes them",
+           &J::moving_contours),
+      file("fixed_contours", "fixed-contours", "RS.dcm",
+           "the RT Structure Set drawn on the fixed DICOM series: the summary reports each carried structure's Dice "
+           "against the one of the same name (or the same but for its last _ part)",
+           &J::fixed_contours),
+      file("out_contours", "out-contours", "RS.dcm",
+           "with --moving-contours: a new RT Structure Set on the fixed DICOM series (--fixed: its folder), the "
+           "structures carried by the registration",
+           &J::out_contours),
+      file("out_affine", "out-affine", "FILE", "the affine alone, as an ITK transform file (.tfm, .txt, .mat, .h5)",
+           &J::out_affine),
+      file("out_inverse_field", "out-inverse-field", "FILE",
+           "the inverse map, on the moving grid (LPS mm, like --out-field): the velocities integrated backwards and the "
+           "affine inverted; `autoreg apply` carries fixed-grid images onto the moving grid with it",
+           &J::out_inverse_field),
+      file("qc", "qc", "FILE.png",
+           "a picture to check the result (PNG): three orthogonal slices of the fixed image, the warped moving one, "
+           "their checkerboard, the warped labels' outlines, the log Jacobian; with --pairs every pair gets one and "
+           "index.html lists them worst first",
+           &J::qc),
+      run(base::switch_field<B>("inverse", "inverse", "with --pairs: write each pair's inverse field too", &B::inverse)),
+      base::switch_field<C>("affine_only", "affine-only", pipeline::setting_row("deformable").help, &C::affine_only),
+      orientation("fixed_orientation", "fixed-orientation", "fixed image's", &J::fixed_orientation),
+      orientation("moving_orientation", "moving-orientation", "moving image's (and labels')", &J::moving_orientation),
+      base::nested_row(base::switch_field<J>("force", "force",
+                                             "resample a label map or mask that is not on its image's grid (nearest "
+                                             "neighbour)",
+                                             &J::force),
+                       &C::job),
+      base::switch_field<C>("json", "json", "print a JSON summary", &C::json),
+      base::switch_field<C>("strict", "strict",
+                            "exit with code 6 when a failure check warns (the result worse than the start on what both "
+                            "scans show, an affine beyond the preset's limits, folding over 1 %); the outputs are written "
+                            "either way; with --pairs, when it warns on any pair that did not fail (failures give 5 first)",
+                            &C::strict)};
+}
 
 // "wrote W, F and L": the outputs asked for, in the order of the options.
 std::string written_line(const pipeline::RegisterJob& p) {
@@ -49,6 +165,94 @@ std::string written_line(const pipeline::RegisterJob& p) {
   return line;
 }
 
+// What only the command line can say wrongly: the options that go together or exclude
+// each other, for one pair or for --pairs.
+void check_given(const SchemaArgs<RegisterCommand>& given, const pipeline::RegisterJob& p) {
+  const auto any = [&](std::initializer_list<const char*> options) {
+    for (const char* o : options) {
+      if (given.given(o)) return std::string(o);
+    }
+    return std::string();
+  };
+  if (given.given("pairs")) {
+    const std::string one = any({"fixed", "moving", "out-warped", "out-field", "moving-labels", "out-labels", "out-affine",
+                                 "fixed-labels", "out-inverse-field", "qc", "fixed-points", "moving-points", "fixed-mask",
+                                 "moving-mask", "moving-contours", "fixed-contours", "out-contours"});
+    if (!one.empty()) throw UsageError("--pairs lists the pairs; --" + one + " is for one pair");
+    if (!given.given("out-dir")) throw UsageError("--pairs needs --out-dir");
+    if (given.given("merge") && (given.given("shard") || given.given("resume"))) {
+      throw UsageError("--merge joins the shards' summaries; --shard and --resume are for registering");
+    }
+    if (given.given("allow-missing") && !given.given("merge")) throw UsageError("--allow-missing goes with --merge");
+    return;
+  }
+  const std::string batch_only = any({"out-dir", "resume", "inverse", "shard", "merge", "allow-missing"});
+  if (!batch_only.empty()) throw UsageError("--" + batch_only + " goes with --pairs");
+  for (const char* o : {"fixed", "moving"}) {
+    if (!given.given(o)) throw UsageError(std::string("--") + o + " is required (or --pairs for many pairs)");
+  }
+  // Any one output will do: only the warped image, only the labels, only the summary.
+  if (any({"out-warped", "out-field", "out-labels", "out-contours", "out-affine", "out-inverse-field", "qc", "json"}).empty()) {
+    throw UsageError("nothing to write: give --out-warped FILE (the moving image on the fixed grid), --out-field FILE "
+                     "(the displacement field), --out-labels, --out-contours, --out-affine, --out-inverse-field, "
+                     "--qc or --json (the summary only)");
+  }
+  if (!p.moving_labels.empty() && p.out_labels.empty()) throw UsageError("--moving-labels and --out-labels go together");
+  if (!p.out_labels.empty() && p.moving_labels.empty() && p.moving_contours.empty()) {
+    throw UsageError("--out-labels writes the warped --moving-labels, or the structures of --moving-contours");
+  }
+  if (p.fixed_points.empty() != p.moving_points.empty()) throw UsageError("--fixed-points and --moving-points go together");
+  if (p.moving_contours.empty() && (!p.out_contours.empty() || !p.fixed_contours.empty())) {
+    throw UsageError(std::string(p.out_contours.empty() ? "--fixed-contours compares" : "--out-contours writes") +
+                     " the structures carried from --moving-contours: give the moving series' RT Structure Set");
+  }
+  refuse_overwrite({&p.out_warped, &p.out_field, &p.out_labels, &p.out_affine, &p.out_inverse_field, &p.qc, &p.out_contours},
+                   {&p.fixed, &p.moving, &p.moving_labels, &p.fixed_labels, &p.fixed_mask, &p.moving_mask,
+                    &p.moving_contours, &p.fixed_contours});
+}
+
+// The summary of one pair on stdout (the JSON with --json), its warnings on stderr.
+void print_summary(const nlohmann::json& summary, const pipeline::RegisterJob& p, bool json) {
+  // A failed check is never silent: on stderr always (before the summary), in the exit
+  // code with --strict.
+  for (const auto& w : summary["warnings"]) {
+    std::fprintf(stderr, "warning: %s: %s\n", w["check"].get<std::string>().c_str(), w["message"].get<std::string>().c_str());
+  }
+  if (json) {
+    std::printf("%s\n", summary.dump(2).c_str());
+    return;
+  }
+  // What --preset auto chose (or the preset given), and why (--json: preset_choice).
+  const auto& choice = summary["preset_choice"];
+  std::printf("preset %s: %s\n", choice["name"].get<std::string>().c_str(), choice["reason"].get<std::string>().c_str());
+  std::printf("%s in %.1f s; %.3f %% of voxels fold\n", written_line(p).c_str(), summary["seconds"].get<double>(),
+              summary["non_positive_jacobian_percent"].get<double>());
+  if (!summary["tre"].is_null()) {
+    const auto& t = summary["tre"];
+    std::printf("TRE over %zu landmarks: %.2f mm before, %.2f mm after (median %.2f, 95th %.2f, max %.2f)\n",
+                t["points"].get<size_t>(), t["before_mean_mm"].get<double>(), t["mean_mm"].get<double>(),
+                t["median_mm"].get<double>(), t["p95_mm"].get<double>(), t["max_mm"].get<double>());
+  }
+  if (summary.contains("contours")) print_contours(summary["contours"]);
+}
+
+// A list of pairs: the run's exit code from what became of them.
+int register_many(const pipeline::RegisterJob& p, const RegisterCommand& c) {
+  const pipeline::PairsOutcome r = pipeline::run_pairs(p, c.batch);
+  if (r.ok()) {
+    if (c.strict && r.warned > 0) {
+      std::fprintf(stderr, "autoreg register: a failure check warned on %d of %zu pairs (the warnings column of %s)\n",
+                   r.warned, r.pairs, r.summary_csv.c_str());
+      return kCheckFailed;
+    }
+    return kOk;
+  }
+  const std::string and_missing = r.missing ? ", " + std::to_string(r.missing) + " missing" : "";
+  std::fprintf(stderr, "autoreg register: %d of %zu pairs failed%s (listed in %s)\n", r.failed, r.pairs,
+               and_missing.c_str(), r.summary_csv.c_str());
+  return kSomePairsFailed;
+}
+
 }  // namespace
 
 int run_register(int argc, char** argv) {
@@ -57,155 +261,32 @@ int run_register(int argc, char** argv) {
                      "without a model a diffeomorphic field optimised on the pair (stationary "
                      "velocity, scaling and squaring, coarse to fine).",
                      ' ', "0.1");
-  TCLAP::ValueArg<std::string> fixed("", "fixed", "fixed image", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> moving("", "moving", "moving image", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> out_warped("", "out-warped", "moving image on the fixed grid; a name ending in / (with a DICOM series as --fixed): a new CT series in that folder, on the fixed series' geometry and frame of reference, in HU", false, "", "FILE|DIR/", cmd);
-  TCLAP::ValueArg<std::string> out_field("", "out-field", "displacement field, affine and deformable together (LPS mm, fixed grid; .h5: ITK DisplacementFieldTransform)", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> fixed_labels("", "fixed-labels", "the fixed image's label map: the summary reports the warped labels' mean Dice over its labels", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> fixed_points("", "fixed-points", "landmarks of the fixed image (.csv LPS as ANTs, elastix .txt/.pts, .vtk, Slicer .fcsv/.mrk.json): with --moving-points, the summary reports their TRE (mm) after registration", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> moving_points("", "moving-points", "the same landmarks, in the same order, in the moving image", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> fixed_mask("", "fixed-mask", "a mask of the fixed image (non-zero inside, on its grid): only the voxels inside it are compared (cost-function masking, as ANTs -x), in the affine, instance optimisation and --refine; the field covers the whole grid", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> moving_mask("", "moving-mask", "a mask of the moving image (on its grid): only fixed voxels whose match lies inside it are compared", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> pairs("", "pairs", "many pairs in one run: a CSV with columns fixed,moving and optionally moving_labels,fixed_labels,fixed_points,moving_points,fixed_mask,moving_mask,moving_contours,fixed_contours (instead of --fixed/--moving/--out-*)", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> out_dir("", "out-dir", "with --pairs: the output folder (outputs named after the inputs, summary.csv, summary.json)", false, "", "DIR", cmd);
-  TCLAP::SwitchArg resume("", "resume", "with --pairs: skip the pairs whose outputs are complete", cmd, false);
-  TCLAP::ValueArg<std::string> shard("", "shard", "with --pairs: register only shard K of N (rows i with i % N = K-1), writing summary.shard-K-of-N.csv/.json; default: a Slurm array's or Kubernetes indexed Job's index", false, "", "K/N", cmd);
-  TCLAP::SwitchArg merge("", "merge", "with --pairs: write the run's summary files and index.html in --out-dir from its shards' summaries (registers nothing)", cmd, false);
-  TCLAP::SwitchArg allow_missing("", "allow-missing", "with --merge: list pairs that no shard registered as missing instead of refusing", cmd, false);
-  TCLAP::ValueArg<std::string> moving_labels("", "moving-labels", "moving label map to warp", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> out_labels("", "out-labels", "warped label map (of --moving-labels, or of the structures of --moving-contours, each its ROI number, with a table FILE.csv of label, name and colour)", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> moving_contours("", "moving-contours", "an RT Structure Set (RTSTRUCT .dcm) drawn on the moving DICOM series (--moving: its folder): its structures are carried onto the fixed series; --out-contours writes them", false, "", "RS.dcm", cmd);
-  TCLAP::ValueArg<std::string> fixed_contours("", "fixed-contours", "the RT Structure Set drawn on the fixed DICOM series: the summary reports each carried structure's Dice against the one of the same name (or the same but for its last _ part)", false, "", "RS.dcm", cmd);
-  TCLAP::ValueArg<std::string> out_contours("", "out-contours", "with --moving-contours: a new RT Structure Set on the fixed DICOM series (--fixed: its folder), the structures carried by the registration", false, "", "RS.dcm", cmd);
-  TCLAP::ValueArg<std::string> out_affine("", "out-affine", "the affine alone, as an ITK transform file (.tfm, .txt, .mat, .h5)", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> out_inverse_field("", "out-inverse-field", "the inverse map, on the moving grid (LPS mm, like --out-field): the velocities integrated backwards and the affine inverted; `autoreg apply` carries fixed-grid images onto the moving grid with it", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> qc("", "qc", "a picture to check the result (PNG): three orthogonal slices of the fixed image, the warped moving one, their checkerboard, the warped labels' outlines, the log Jacobian; with --pairs every pair gets one and index.html lists them worst first", false, "", "FILE.png", cmd);
-  TCLAP::SwitchArg inverse("", "inverse", "with --pairs: write each pair's inverse field too", cmd, false);
-  const pipeline::SettingRow& deformable_row = pipeline::setting_row("deformable");  // the command's own switch
-  TCLAP::SwitchArg affine_only("", deformable_row.option, deformable_row.help, cmd, false);
-  RegistrationArgs registration(cmd);
+  const SchemaArgs<RegisterCommand> options(cmd, register_schema(), RegisterCommand{});  // the files and the run
+  RegistrationArgs registration(cmd);  // how the pair is registered (the settings table's)
   DeviceArg device(cmd);
   ThreadsArg threads(cmd);
-  TCLAP::ValueArg<std::string> fixed_orientation("", "fixed-orientation", "override a wrong header: where the fixed image's voxel axes point, e.g. LIA", false, "", "CODE", cmd);
-  TCLAP::ValueArg<std::string> moving_orientation("", "moving-orientation", "override a wrong header: where the moving image's (and labels') voxel axes point, e.g. LIA", false, "", "CODE", cmd);
-  TCLAP::SwitchArg force("", "force", "resample a label map or mask that is not on its image's grid (nearest neighbour)", cmd, false);
-  TCLAP::SwitchArg json("", "json", "print a JSON summary", cmd, false);
-  TCLAP::SwitchArg strict("", "strict", "exit with code 6 when a failure check warns (the result worse than the start on what both scans show, an affine beyond the preset's limits, folding over 1 %); the outputs are written either way; with --pairs, when it warns on any pair that did not fail (failures give 5 first)", cmd, false);
   cmd.setExceptionHandling(false);
   parse(cmd, argc, argv);
 
-  pipeline::RegisterJob p;
-  p.fixed = fixed.getValue();
-  p.moving = moving.getValue();
-  p.out_warped = out_warped.getValue();
-  p.out_field = out_field.getValue();
-  p.moving_labels = moving_labels.getValue();
-  p.out_labels = out_labels.getValue();
-  p.out_affine = out_affine.getValue();
-  p.fixed_labels = fixed_labels.getValue();
-  p.fixed_points = fixed_points.getValue();
-  p.moving_points = moving_points.getValue();
-  p.fixed_mask = fixed_mask.getValue();
-  p.moving_mask = moving_mask.getValue();
-  p.out_inverse_field = out_inverse_field.getValue();
-  p.moving_contours = moving_contours.getValue();
-  p.fixed_contours = fixed_contours.getValue();
-  p.out_contours = out_contours.getValue();
-  p.qc = qc.getValue();
+  RegisterCommand c = options.settings(RegisterCommand{});
+  pipeline::RegisterJob& p = c.job;
   if (!p.qc.empty() && !ends_with_png(p.qc)) throw UsageError("--qc writes a PNG picture: give a name ending in .png");
-  const bool batch = pairs.isSet();
-  if (batch) {
-    for (const auto* a : std::initializer_list<const TCLAP::Arg*>{&fixed, &moving, &out_warped, &out_field, &moving_labels,
-                                                                   &out_labels, &out_affine, &fixed_labels, &out_inverse_field, &qc,
-                                                                   &fixed_points, &moving_points, &fixed_mask, &moving_mask,
-                                                                   &moving_contours, &fixed_contours, &out_contours}) {
-      if (a->isSet()) throw UsageError("--pairs lists the pairs; --" + a->getName() + " is for one pair");
-    }
-    if (!out_dir.isSet()) throw UsageError("--pairs needs --out-dir");
-    if (merge.isSet() && (shard.isSet() || resume.isSet())) {
-      throw UsageError("--merge joins the shards' summaries; --shard and --resume are for registering");
-    }
-    if (allow_missing.isSet() && !merge.isSet()) throw UsageError("--allow-missing goes with --merge");
-  } else {
-    for (const auto* a : std::initializer_list<const TCLAP::Arg*>{&out_dir, &resume, &inverse, &shard, &merge, &allow_missing}) {
-      if (a->isSet()) throw UsageError("--" + a->getName() + " goes with --pairs");
-    }
-    for (const auto* a : std::initializer_list<const TCLAP::Arg*>{&fixed, &moving}) {
-      if (!a->isSet()) throw UsageError("--" + a->getName() + " is required (or --pairs for many pairs)");
-    }
-    // Any one output will do: only the warped image, only the labels, only the summary.
-    const std::initializer_list<const TCLAP::Arg*> outputs{&out_warped, &out_field, &out_labels, &out_contours,
-                                                           &out_affine, &out_inverse_field, &qc, &json};
-    if (std::none_of(outputs.begin(), outputs.end(), [](const TCLAP::Arg* a) { return a->isSet(); })) {
-      throw UsageError("nothing to write: give --out-warped FILE (the moving image on the fixed grid), --out-field FILE "
-                       "(the displacement field), --out-labels, --out-contours, --out-affine, --out-inverse-field, "
-                       "--qc or --json (the summary only)");
-    }
-    if (!p.moving_labels.empty() && p.out_labels.empty()) throw UsageError("--moving-labels and --out-labels go together");
-    if (!p.out_labels.empty() && p.moving_labels.empty() && p.moving_contours.empty()) {
-      throw UsageError("--out-labels writes the warped --moving-labels, or the structures of --moving-contours");
-    }
-    if (p.fixed_points.empty() != p.moving_points.empty()) throw UsageError("--fixed-points and --moving-points go together");
-    if (p.moving_contours.empty() && (!p.out_contours.empty() || !p.fixed_contours.empty())) {
-      throw UsageError(std::string(p.out_contours.empty() ? "--fixed-contours compares" : "--out-contours writes") +
-                       " the structures carried from --moving-contours: give the moving series' RT Structure Set");
-    }
-    refuse_overwrite({&p.out_warped, &p.out_field, &p.out_labels, &p.out_affine, &p.out_inverse_field, &p.qc, &p.out_contours},
-                     {&p.fixed, &p.moving, &p.moving_labels, &p.fixed_labels, &p.fixed_mask, &p.moving_mask,
-                      &p.moving_contours, &p.fixed_contours});
-  }
+  check_given(options, p);
+  const bool batch = !c.batch.pairs_csv.empty();
   pipeline::RegistrationSettings s = registration.settings(device.value());
-  s.deformable = !affine_only.getValue();
-  if (batch && merge.getValue()) {
+  s.deformable = !c.affine_only;
+  if (batch && c.batch.merge) {
     s.model.clear();  // a merge registers nothing: no model to read
     s.refine = 0;
   }
   // The model's reading counts in the "read" stage.
   pipeline::StageTimes times;
   p.options = pair_options_of(s);
-  p.force = force.getValue();
-  p.fixed_orientation = checked_orientation("--fixed-orientation", fixed_orientation.getValue());
-  p.moving_orientation = checked_orientation("--moving-orientation", moving_orientation.getValue());
   threads.apply();
-  if (batch) {
-    const pipeline::PairsOutcome r = pipeline::run_pairs(p, {pairs.getValue(), out_dir.getValue(), resume.getValue(), inverse.getValue(), shard.getValue(),
-                         merge.getValue(), allow_missing.getValue()});
-    if (r.ok()) {
-      if (strict.getValue() && r.warned > 0) {
-        std::fprintf(stderr, "autoreg register: a failure check warned on %d of %zu pairs (the warnings column of %s)\n",
-                     r.warned, r.pairs, r.summary_csv.c_str());
-        return kCheckFailed;
-      }
-      return kOk;
-    }
-    const std::string and_missing = r.missing ? ", " + std::to_string(r.missing) + " missing" : "";
-    std::fprintf(stderr, "autoreg register: %d of %zu pairs failed%s (listed in %s)\n", r.failed, r.pairs,
-                 and_missing.c_str(), r.summary_csv.c_str());
-    return kSomePairsFailed;
-  }
+  if (batch) return register_many(p, c);
   const nlohmann::json summary = pipeline::register_files(p, times);
-  // A failed check is never silent: on stderr always (before the summary), in the exit
-  // code with --strict.
-  for (const auto& w : summary["warnings"]) {
-    std::fprintf(stderr, "warning: %s: %s\n", w["check"].get<std::string>().c_str(), w["message"].get<std::string>().c_str());
-  }
-  if (json.getValue()) {
-    std::printf("%s\n", summary.dump(2).c_str());
-  } else {
-    // What --preset auto chose (or the preset given), and why (--json: preset_choice).
-    const auto& choice = summary["preset_choice"];
-    std::printf("preset %s: %s\n", choice["name"].get<std::string>().c_str(), choice["reason"].get<std::string>().c_str());
-    std::printf("%s in %.1f s; %.3f %% of voxels fold\n", written_line(p).c_str(), summary["seconds"].get<double>(),
-                summary["non_positive_jacobian_percent"].get<double>());
-    if (!summary["tre"].is_null()) {
-      const auto& t = summary["tre"];
-      std::printf("TRE over %zu landmarks: %.2f mm before, %.2f mm after (median %.2f, 95th %.2f, max %.2f)\n",
-                  t["points"].get<size_t>(), t["before_mean_mm"].get<double>(), t["mean_mm"].get<double>(),
-                  t["median_mm"].get<double>(), t["p95_mm"].get<double>(), t["max_mm"].get<double>());
-    }
-    if (summary.contains("contours")) print_contours(summary["contours"]);
-  }
-  if (strict.getValue() && !summary["warnings"].empty()) return kCheckFailed;
+  print_summary(summary, p, c.json);
+  if (c.strict && !summary["warnings"].empty()) return kCheckFailed;
   return kOk;
 }
 

@@ -39,11 +39,19 @@ class SchemaArgs {
     return false;
   }
 
+  // What only a command line can say wrongly about running on many processes (the
+  // scale-out rows of train, search and template): --max-restarts without --nproc.
+  void check_scale_out() const {
+    if (given("max-restarts") && !given("nproc")) {
+      throw base::UsageError("--max-restarts needs --nproc (under torchrun: --max-restarts of torchrun)");
+    }
+  }
+
   // `s` with every option given on the command line set through its row.
   S settings(S s) const {
     for (size_t i = 0; i < schema_.size(); ++i) {
       if (!args_[i]->isSet()) continue;
-      schema_[i].set(s, schema_[i].switch_option() ? std::string("true")
+      schema_[i].set(s, schema_[i].switch_option() ? schema_[i].switch_sets
                                                    : static_cast<const TCLAP::ValueArg<std::string>&>(*args_[i]).getValue());
     }
     return s;

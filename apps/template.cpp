@@ -32,9 +32,7 @@ int run_template(int argc, char** argv) {
   DeviceArg device(cmd);
   cmd.setExceptionHandling(false);
   parse(cmd, argc, argv);
-  if (options.given("max-restarts") && !options.given("nproc")) {
-    throw UsageError("--max-restarts needs --nproc (under torchrun: --max-restarts of torchrun)");
-  }
+  options.check_scale_out();
   pipeline::TemplateSettings s = options.settings(defaults);
   s.registration = registration.settings(device.value());
   s.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };

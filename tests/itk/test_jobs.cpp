@@ -12,6 +12,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -20,6 +21,7 @@
 #include "autoreg/io/volume.h"
 #include "autoreg/pipeline/adapt_job.h"
 #include "autoreg/pipeline/search_job.h"
+#include "autoreg/pipeline/segment_job.h"
 #include "autoreg/pipeline/template_job.h"
 #include "autoreg/pipeline/train_job.h"
 #include "autoreg/registration/model_file.h"
@@ -296,7 +298,7 @@ TEST(AdaptSettings, EverySettingReadsBackThroughItsRow) {
   for (size_t i = 1; i < w.size(); ++i) {
     const auto row = std::find_if(schema.begin(), schema.end(), [&](const auto& f) { return "--" + f.option == w[i]; });
     ASSERT_NE(row, schema.end()) << w[i];
-    row->set(back, row->switch_option() ? "true" : w[++i]);
+    row->set(back, row->switch_option() ? row->switch_sets : w[++i]);
   }
   EXPECT_EQ(back.model, s.model);
   EXPECT_EQ(back.method, s.method);
@@ -317,6 +319,95 @@ TEST(AdaptSettings, EverySettingReadsBackThroughItsRow) {
   } catch (const base::UsageError& e) {
     EXPECT_STREQ(e.what(), "--steps must be a whole number, got 'seven'");
   }
+}
+
+// Every job's schema: no option or keyword twice, and settings off their defaults
+// written as a command line (what the supervisor's ranks and the search's watcher run)
+// read back through the rows to the same command line.
+template <typename S>
+S read_through_rows(const base::Schema<S>& schema, const Words& w) {
+  S back;
+  for (size_t i = 1; i < w.size(); ++i) {
+    const auto row = std::find_if(schema.begin(), schema.end(), [&](const auto& f) { return "--" + f.option == w[i]; });
+    if (row == schema.end()) {
+      ADD_FAILURE() << w[i] << " is no row's option";
+      continue;
+    }
+    row->set(back, row->switch_option() ? row->switch_sets : w[++i]);
+  }
+  return back;
+}
+
+template <typename S>
+void expect_rows_read_back(const std::string& job, const base::Schema<S>& schema, const S& s) {
+  std::set<std::string> options, keywords;
+  for (const auto& row : schema) {
+    EXPECT_TRUE(options.insert(row.option).second) << job << ": --" << row.option << " twice";
+    EXPECT_TRUE(keywords.insert(row.keyword).second) << job << ": keyword " << row.keyword << " twice";
+  }
+  const Words w = base::arguments(job, schema, s);
+  EXPECT_EQ(base::arguments(job, schema, read_through_rows(schema, w)), w) << job;
+}
+
+TEST(JobSchemas, EveryJobsSettingsReadBackThroughTheirRows) {
+  pipeline::SearchSettings sr;
+  sr.manifest = "data.csv";
+  sr.out = "run/";
+  sr.steps = 7;
+  sr.retrain_steps = 0;
+  sr.grid = {64, 48, 32};
+  sr.max_forward_ms = 12.5;
+  sr.search.mode = search::Mode::Sequential;
+  sr.search.order = search::Order::Second;
+  sr.search.edges = search::EdgeSet::Deformation;
+  sr.search.path = sr.search.architecture_path = search::Path::Sampled;
+  sr.search.objective_scale_fixed = false;
+  sr.search.augment = sr.search.async_checkpoints = false;
+  sr.search.weight_lr = 0.1 + 0.2;
+  sr.search.device = "cuda";
+  sr.search.seed = 11;
+  sr.threads = 3;
+  sr.batch = 4;
+  sr.validation = pipeline::Validation::Inline;
+  sr.evaluate = sr.resume = true;
+  sr.scale.collective_timeout_s = 30;
+  expect_rows_read_back("search", pipeline::search_schema(), sr);
+  EXPECT_EQ(pipeline::to_arguments(sr), base::arguments("search", pipeline::search_schema(), sr));
+  EXPECT_EQ(value_of(pipeline::to_arguments(sr), "--arch-path"), "sampled");
+  EXPECT_EQ(value_of(pipeline::to_arguments(sr), "--objective-scale"), "free");
+
+  pipeline::SegmentJob segment;
+  segment.atlases = "atlases.csv";
+  segment.target = "target.nii.gz";
+  segment.out = "labels.nii.gz";
+  segment.options.fusion.method = segmentation::Method::Weighted;
+  segment.options.fusion.patch_radius = 1;
+  segment.options.fusion.patch_vote = false;
+  segment.options.fusion.power = 3.5;
+  segment.options.registered = true;
+  segment.out_inverse_fields = true;
+  expect_rows_read_back("segment", pipeline::segment_schema(), segment);
+
+  pipeline::TemplateSettings templ;
+  templ.images = "subjects.csv";
+  templ.out = "template/";
+  templ.averaging = pipeline::Averaging::Sharpened;
+  templ.initial = pipeline::parse_initial("first");
+  expect_rows_read_back("template", pipeline::template_schema(), templ);
+
+  pipeline::TrainSettings train;
+  train.manifest = "data.csv";
+  train.out = "model.autoreg";
+  train.augment = false;
+  train.run.device = "cuda";
+  train.batch = 2;
+  expect_rows_read_back("train", pipeline::train_schema(), train);
+
+  pipeline::AdaptSettings adapt;
+  adapt.model = "base.autoreg";
+  adapt.manifest = "site.csv";
+  adapt.out = "adapted.autoreg";
+  expect_rows_read_back("adapt", pipeline::adapt_schema(), adapt);
 }
 
 // A program of one's own trains a network through the library, no command line: four

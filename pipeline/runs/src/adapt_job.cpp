@@ -9,7 +9,6 @@
 #include <memory>
 #include <string>
 
-#include "arguments.h"
 #include "long_run.h"
 #include "autoreg/base/errors.h"
 #include "autoreg/io/manifest.h"

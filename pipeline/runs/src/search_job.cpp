@@ -10,7 +10,6 @@
 #include <sstream>
 #include <string>
 
-#include "arguments.h"
 #include "long_run.h"
 #include "autoreg/base/errors.h"
 #include "autoreg/io/volume.h"
@@ -212,36 +211,6 @@ void validate(const SearchSettings& s) {
   if (s.validation_threads < 1) throw UsageError("--validation-threads must be at least 1");
   if (s.evaluate && s.scale.nproc > 0) throw UsageError("--evaluate runs as one process: no --nproc");
   parallel::validate(s.scale);
-}
-
-std::vector<std::string> to_arguments(const SearchSettings& s) {
-  detail::Arguments a("search");
-  a.text("--manifest", s.manifest).text("--out", s.out);
-  if (s.budget_minutes) a.number("--budget-minutes", *s.budget_minutes);
-  if (s.steps) a.integer("--steps", *s.steps);
-  if (s.retrain_steps) a.integer("--retrain-steps", *s.retrain_steps);
-  a.grid("--grid", s.grid).number("--spacing", s.spacing);
-  a.text("--mode", to_string(s.search.mode)).text("--order", to_string(s.search.order)).text("--edges", to_string(s.search.edges));
-  a.text_if("--genotype", s.genotype).text("--path", to_string(s.search.path)).text("--arch-path", to_string(s.search.architecture_path));
-  if (s.max_forward_ms) a.number("--max-forward-ms", *s.max_forward_ms);
-  a.number("--latency-weight", s.search.latency_weight).number("--update-crop", s.search.update_crop);
-  a.number("--weight-crop", s.search.weight_crop).integer("--arch-every", s.search.architecture_every);
-  a.integer("--objective-every", s.search.objective_every).number("--warmup", s.search.warmup_fraction).number("--base-logit", s.search.base_logit);
-  a.number("--lr", s.search.weight_lr).number("--max-gradient-norm", s.search.max_gradient_norm).number("--arch-lr", s.search.architecture_lr);
-  a.number("--arch-weight-decay", s.search.architecture_weight_decay).number("--objective-lr", s.search.objective_lr);
-  a.text("--objective-scale", s.search.objective_scale_fixed ? "fixed" : "free").number("--dice-weight", s.search.dice_weight);
-  a.text_if("--terms", s.terms).text_if("--initial-objective", s.initial_objective).text_if("--op-cost", s.op_cost);
-  a.text_if("--cache", s.cache).flag("--no-augment", !s.search.augment);
-  a.integer("--checkpoint-every", s.checkpoint_every).integer("--validate-every", s.validate_every);
-  a.number("--max-unreadable", s.max_unreadable).integer("--max-rollbacks", s.search.max_rollbacks);
-  a.number("--max-gradient-spike", s.search.spike_factor).text("--device", s.search.device);
-  if (s.threads > 0) a.integer("--threads", s.threads);
-  if (s.batch) a.integer("--batch", *s.batch);
-  a.text("--validation", to_string(s.validation)).integer("--validation-threads", s.validation_threads);
-  a.flag("--evaluate", s.evaluate).flag("--sync-checkpoints", !s.search.async_checkpoints);
-  a.number("--collective-timeout", s.scale.collective_timeout_s);
-  a.unsigned_integer("--seed", s.search.seed).flag("--resume", s.resume);
-  return a.words();
 }
 
 void search(const SearchSettings& s) {

@@ -72,6 +72,8 @@ nlohmann::json segment_files(SegmentJob p) {
   }
   const std::vector<rt::Roi> names = p.label_names.empty() ? std::vector<rt::Roi>() : read_label_table(p.label_names);
   const std::vector<AtlasFiles> atlases = read_atlases(p.atlases);
+  if (p.out_inverse_fields) p.options.pair.inverse = true;
+  if (!p.out_probabilities.empty()) p.options.fusion.keep_weights = true;
   if (p.options.pair.inverse) check_invertible(p.options.pair);
   const io::Volume target = io::read_volume(p.target);
   // The series the structures are written on, before any registration.

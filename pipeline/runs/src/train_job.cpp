@@ -9,7 +9,6 @@
 #include <filesystem>
 #include <memory>
 
-#include "arguments.h"
 #include "long_run.h"
 #include "autoreg/base/errors.h"
 #include "autoreg/io/manifest.h"

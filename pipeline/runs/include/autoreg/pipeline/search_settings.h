@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "autoreg/base/schema.h"
 #include "autoreg/parallel/scale_out.h"
 #include "autoreg/pipeline/run_settings.h"
 #include "autoreg/search/search_options.h"
@@ -52,7 +53,12 @@ struct SearchSettings {
 // A base::UsageError naming the option when the settings cannot search.
 void validate(const SearchSettings& s);
 
-// `search` and the options that parse back into `s` (without --nproc and --max-restarts).
+// The rows of the settings (base/schema.h): `search`'s options, its --json record,
+// Python's keywords and docs/cli.md's table are made from them.
+const base::Schema<SearchSettings>& search_schema();
+
+// `search` and the options that parse back into `s` (without --nproc and --max-restarts):
+// base::arguments over search_schema().
 std::vector<std::string> to_arguments(const SearchSettings& s);
 
 }  // namespace autoreg::pipeline

@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "autoreg/base/schema.h"
 #include "autoreg/pipeline/segment.h"
 
 namespace autoreg::pipeline {
@@ -25,8 +26,13 @@ struct SegmentJob {
   // (label,name[,red,green,blue]; without it "label N"); labels the table does not name
   // are left out when a table is given.
   std::string out_contours, label_names;
+  bool out_inverse_fields = false;  // with out_warped_dir: every atlas's inverse field there too (options.pair.inverse)
   SegmentOptions options;         // options.pair from pair_options(settings): the model, read once
 };
+
+// The rows of the job's own settings (base/schema.h): `segment`'s options for the files
+// and the fusion; the registration's are the settings table's (registration_settings.h).
+const base::Schema<SegmentJob>& segment_schema();
 
 // Throws io::IoError naming the file for bad input (an atlas row without both files, an
 // unreadable volume, label maps off their grids), before any registration where it can.
