@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <set>
 #include <vector>
 
@@ -104,6 +105,50 @@ std::string GroupedHelp::text(TCLAP::CmdLineInterface& cmd) const {
   return out;
 }
 
-void GroupedHelp::usage(TCLAP::CmdLineInterface& cmd) { std::fputs(text(cmd).c_str(), stdout); }
+namespace {
+
+// A table cell: one line, with the table's bars escaped.
+std::string cell(const std::string& text) {
+  std::string out;
+  for (char c : text) out += c == '|' ? std::string("\\|") : c == '\n' ? std::string(" ") : std::string(1, c);
+  return out;
+}
+
+// The Python keyword of a registration setting's option ("" for the command's own).
+std::string python_keyword(const std::string& option) {
+  for (const pipeline::SettingRow& row : pipeline::setting_rows()) {
+    if (!row.command_option && row.option == option) return row.keyword;
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string GroupedHelp::markdown(TCLAP::CmdLineInterface& cmd) const {
+  std::vector<TCLAP::Arg*> args(cmd.getArgList().rbegin(), cmd.getArgList().rend());
+  const bool keywords = subcommand_ == "register";  // Python's autoreg.register takes its settings as keywords
+  std::string out = "## autoreg " + subcommand_ + "\n\n" + cell(cmd.getMessage()) + "\n";
+  for (const char* group : kGroups) {
+    std::string rows;
+    for (TCLAP::Arg* a : args) {
+      const std::string& name = a->getName();
+      if (name.empty() || name == "ignore_rest" || name == "version" || name == "help") continue;
+      if (help_group(name) != group) continue;
+      std::string what = name == "preset" ? "named settings for an anatomy and motion (`autoreg register --help` lists them)"
+                                          : a->getDescription();
+      if (a->isRequired()) what = "(required) " + what;
+      rows += "| `" + cell(option_form(*a)) + "` | " + cell(what) + (keywords ? " | " + python_keyword(name) : "") + " |\n";
+    }
+    if (rows.empty()) continue;
+    out += std::string("\n### ") + group + " (" + subcommand_ + ")\n\n| option | what it does" +
+           (keywords ? " | Python keyword" : "") + " |\n|---|---" + (keywords ? "|---" : "") + "|\n" + rows;
+  }
+  return out;
+}
+
+void GroupedHelp::usage(TCLAP::CmdLineInterface& cmd) {
+  const char* format = std::getenv("AUTOREG_HELP_FORMAT");  // "markdown": docs/options.md's tables (scripts/options_doc.py)
+  std::fputs((format && std::string(format) == "markdown" ? markdown(cmd) : text(cmd)).c_str(), stdout);
+}
 
 }  // namespace autoreg::apps

@@ -18,6 +18,9 @@ class GroupedHelp : public TCLAP::StdOutput {
   void usage(TCLAP::CmdLineInterface& cmd) override;
   // The help as text (what usage() prints).
   std::string text(TCLAP::CmdLineInterface& cmd) const;
+  // The options as Markdown tables, a table per group (usage() prints it when
+  // AUTOREG_HELP_FORMAT=markdown; scripts/options_doc.py writes docs/options.md from it).
+  std::string markdown(TCLAP::CmdLineInterface& cmd) const;
 
  private:
   std::string subcommand_;
