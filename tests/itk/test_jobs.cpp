@@ -391,6 +391,7 @@ TEST(JobSchemas, EveryJobsSettingsReadBackThroughTheirRows) {
   pipeline::TemplateSettings templ;
   templ.images = "subjects.csv";
   templ.out = "template/";
+  templ.converged_mm = 0.05;
   templ.averaging = pipeline::Averaging::Sharpened;
   templ.initial = pipeline::parse_initial("first");
   expect_rows_read_back("template", pipeline::template_schema(), templ);

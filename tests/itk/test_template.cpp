@@ -161,6 +161,37 @@ TEST(Template, ResumedAfterAnInterruptedIterationEndsAsAnUninterruptedRun) {
   fs::remove_all(dir);
 }
 
+// --converged-mm: the shape updates stop once an iteration moved the template by less
+// than the threshold, also when that iteration was the last one before an interruption
+// (the resumed ranks learn the last update from the checkpoint's log).
+TEST(Template, StopsOnceTheShapeUpdatesConvergeAlsoWhenResumed) {
+  at::set_num_threads(2);
+  const fs::path dir = scratch("converged");
+  const Cohort c = make_cohort(dir / "in");
+  const auto whole = pipeline::build_template(settings(c, dir / "whole"));  // 3 iterations
+  const double u1 = whole["iterations"][0]["update_mm"].get<double>(), u2 = whole["iterations"][1]["update_mm"].get<double>();
+  ASSERT_LT(u2, u1);
+  pipeline::TemplateSettings s = settings(c, dir / "parts");
+  s.converged_mm = (u1 + u2) / 2;  // iteration 2 is under it, iteration 1 is not
+  s.after_checkpoint = [](int t) {
+    if (t == 2) throw base::Interrupted("stopped after iteration 2");
+  };
+  EXPECT_THROW(pipeline::build_template(s), base::Interrupted);
+  s.after_checkpoint = [](int t) { ADD_FAILURE() << "iteration " << t << " after the updates converged"; };
+  s.resume = true;
+  std::vector<std::string> lines;
+  s.log = [&lines](const std::string& line) { lines.push_back(line); };
+  const auto summary = pipeline::build_template(s);
+  EXPECT_EQ(summary["iterations"].size(), 2u);
+  EXPECT_EQ(summary["settings"]["converged_mm"].get<double>(), s.converged_mm);
+  EXPECT_TRUE(at::equal(io::read_volume((dir / "whole" / "iterations" / "template_2.nii.gz").string()).data,
+                        io::read_volume((dir / "parts" / "template.nii.gz").string()).data));
+  bool said = false;
+  for (const auto& line : lines) said = said || line.find("converged after iteration 2") != std::string::npos;
+  EXPECT_TRUE(said);
+  fs::remove_all(dir);
+}
+
 TEST(Template, BadInputIsRefusedNamingTheFile) {
   const fs::path dir = scratch("bad");
   const Cohort c = make_cohort(dir / "in");

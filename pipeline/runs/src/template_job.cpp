@@ -9,8 +9,10 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 
 #include "autoreg/base/atomic_file.h"
+#include "autoreg/base/number_text.h"
 #include "autoreg/base/stopwatch.h"
 #include "autoreg/io/field.h"
 #include "autoreg/io/grid.h"
@@ -136,6 +138,7 @@ void on_lead(const Ranks& ranks, const std::function<void()>& work) {
 struct Start {
   std::vector<nlohmann::json> iterations;  // done already (on ranks other than 0, their numbers alone)
   io::Volume templ;                        // the last one's template; empty when none is done
+  double last_update_mm = std::numeric_limits<double>::infinity();  // the last one's mean update
 };
 
 // Where the run starts. Rank 0 alone reads the checkpoint (a failure there stops every
@@ -146,14 +149,16 @@ Start resume_point(const TemplateSettings& s, const std::vector<Subject>& subjec
                    const Ranks& ranks) {
   Start start;
   if (!s.resume) return start;
-  at::Tensor count = at::zeros({1}, at::kLong);
+  at::Tensor count = at::zeros({2}, at::kDouble);  // iterations done, the last one's mean update
   on_lead(ranks, [&] {
     start.iterations = done_iterations(s);
-    count.fill_(int64_t(start.iterations.size()));
+    count[0] = double(start.iterations.size());
+    if (!start.iterations.empty()) count[1] = start.iterations.back().value("update_mm", start.last_update_mm);
   });
   std::vector<at::Tensor> shared{count};
   ranks.from_lead(shared);
-  const int done = int(shared[0].item<int64_t>());
+  const int done = int(shared[0][0].item<double>());
+  start.last_update_mm = shared[0][1].item<double>();
   if (done == 0) return start;
   const io::Volume first = starting_image(s, subjects, o);
   start.templ = {at::zeros_like(first.data), first.geometry};
@@ -263,14 +268,24 @@ nlohmann::json build_on(const TemplateSettings& s, const Ranks& ranks) {
   } else if (s.log && ranks.lead()) {
     s.log("template: resuming after iteration " + std::to_string(iterations.size()));
   }
+  double last_update_mm = resumed.last_update_mm;  // the same on every rank: they stop together
   for (int t = int(iterations.size()) + 1; t <= s.iterations; ++t) {
+    if (last_update_mm < s.converged_mm) {
+      if (s.log && ranks.lead()) {
+        s.log("template: converged after iteration " + std::to_string(t - 1) + " (mean update " +
+              base::exact_text(std::round(last_update_mm * 1000) / 1000) + " mm < --converged-mm)");
+      }
+      break;
+    }
     templ = iterate(s, t, templ, subjects, o, ranks, iterations);
+    last_update_mm = iterations.back()["update_mm"].get<double>();
     if (s.after_checkpoint) s.after_checkpoint(t);
   }
   const Round final_round = detail::register_all(templ, subjects, o, true, "final registrations", s, ranks);
   nlohmann::json summary = {{"subjects", subjects.size()}, {"iterations", iterations}, {"template", "template.nii.gz"},
                             {"ranks", ranks.world},
                             {"settings", {{"initial", initial_text(s.initial)}, {"step", s.step}, {"averaging", averaging_name(s.averaging)},
+                                          {"converged_mm", s.converged_mm},
                                           {"preset", s.registration.preset}, {"model", s.registration.model},
                                           {"similarity", s.registration.similarity}}}};
   write_outputs(s, templ, subjects, final_round, summary, ranks);

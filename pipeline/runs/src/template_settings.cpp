@@ -25,6 +25,7 @@ void validate(const TemplateSettings& s) {
   if (s.out.empty()) throw SettingsError("--out is required: the output folder");
   if (s.iterations < 0 || s.iterations > 100) throw SettingsError("--template-iterations must be between 0 and 100");
   if (!(s.step > 0 && s.step <= 1)) throw SettingsError("--step must be in (0, 1]");
+  if (!(s.converged_mm >= 0)) throw SettingsError("--converged-mm must be >= 0 (0: every iteration)");
   if (!s.registration.deformable) throw SettingsError("a template needs the deformable stage");
   if (s.threads < 0) throw SettingsError("--threads must be >= 0");
   validate(s.registration);
@@ -57,6 +58,10 @@ const base::Schema<TemplateSettings>& template_schema() {
         base::choice_field<S>("averaging", "averaging",
                               "how the warped subjects are averaged: mean, median, or sharpened (the mean, unsharp-masked)",
                               kAveragingNames, &S::averaging),
+        base::number_field<S>("converged_mm", "converged-mm", "MM",
+                              "stop the shape updates before --template-iterations once an iteration moved the template "
+                              "by less than this on average, in mm inside it (its log's update_mm; 0: every iteration)",
+                              &S::converged_mm),
         base::switch_field<S>("resume", "resume", "continue from the last iteration's checkpoint in --out", &S::resume),
         threads_field<S>("CPU threads of each process (default: all; with --nproc, the cores shared among the ranks)",
                          &S::threads)};

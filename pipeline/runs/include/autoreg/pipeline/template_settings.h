@@ -47,6 +47,9 @@ struct TemplateSettings {
   int iterations = 4;                  // shape updates
   InitialTemplate initial;             // --initial
   double step = 0.25;                  // shape-update step (ANTs' -g 0.25)
+  // Stop the shape updates before `iterations` once an iteration moved the template by
+  // less than this on average (mm, inside it; its log's update_mm); 0: all iterations.
+  double converged_mm = 0;
   Averaging averaging = Averaging::Mean;  // --averaging (sharpened: the mean, unsharp-masked)
   RegistrationSettings registration;   // how each subject is registered to the template
   bool resume = false;
