@@ -12,6 +12,7 @@
 
 #include "autoreg/base/errors.h"
 #include "autoreg/base/names.h"
+#include "autoreg/base/schema.h"
 #include "autoreg/io/points.h"
 #include "autoreg/io/volume.h"
 
@@ -47,26 +48,28 @@ struct DeviceArg {
 };
 
 // --points-grid and --points-index-base: what the voxel indices of an elastix `index`
-// file or a voxel-index list refer to.
-struct PointIndexArgs {
-  explicit PointIndexArgs(TCLAP::CmdLine& cmd)
-      : grid("", "points-grid", "the image whose voxels index the points of an elastix 'index' file or a voxel-index list",
-             false, "", "IMAGE", cmd),
-        base("", "points-index-base", "a voxel-index list's first index: 0 or 1 (DIR-Lab's are 1-based)", false, -1, "0|1",
-             cmd) {}
-  bool is_set() const { return grid.isSet() || base.isSet(); }
-  // The options for io::read_points (UsageError for a base other than 0 or 1; reads the grid's header).
+// file or a voxel-index list refer to (apply and evaluate nest these rows).
+struct PointIndex {
+  std::string grid;   // the image whose voxels index the points; "": none
+  int64_t base = -1;  // a voxel-index list's first index, 0 or 1; -1: the file's own
+  bool is_set() const { return !grid.empty() || base >= 0; }
+  // The options for io::read_points (reads the grid's header).
   io::PointFileOptions options() const {
     io::PointFileOptions o;
-    if (base.isSet()) {
-      if (base.getValue() != 0 && base.getValue() != 1) throw base::UsageError("--points-index-base must be 0 or 1");
-      o.index_base = base.getValue();
-    }
-    if (grid.isSet()) o.grid = io::read_geometry(grid.getValue());
+    if (base >= 0) o.index_base = int(base);
+    if (!grid.empty()) o.grid = io::read_geometry(grid);
     return o;
   }
-  TCLAP::ValueArg<std::string> grid;
-  TCLAP::ValueArg<int> base;
 };
+
+inline base::Schema<PointIndex> point_index_schema() {
+  using P = PointIndex;
+  return {base::text_field<P>("points_grid", "points-grid", "IMAGE",
+                              "the image whose voxels index the points of an elastix 'index' file or a voxel-index list",
+                              &P::grid),
+          {"points_index_base", "points-index-base", "0|1", "a voxel-index list's first index: 0 or 1 (DIR-Lab's are 1-based)",
+           [](const P& p) { return p.base >= 0 ? std::to_string(p.base) : std::string(); },
+           [](P& p, const std::string& t) { p.base = base::whole_number("points-index-base", t, 0, 1); }}};
+}
 
 }  // namespace autoreg::apps

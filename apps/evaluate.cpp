@@ -21,6 +21,7 @@
 #include "parse.h"
 #include "exit_codes.h"
 #include "options.h"
+#include "schema_args.h"
 
 namespace autoreg::apps {
 namespace {
@@ -102,51 +103,94 @@ void print(const nlohmann::json& r, const std::string& format) {
   }
 }
 
+// What `evaluate` is given: label maps, points or structure sets to score, and how to print.
+struct EvaluateCommand {
+  std::string fixed_labels, warped_labels, field, labels, fixed_points, moving_points;
+  PointIndex point_index;
+  std::string fixed_contours, warped_contours, series;
+  bool json = false, csv = false;
+};
+
+base::Schema<EvaluateCommand> evaluate_schema() {
+  using C = EvaluateCommand;
+  base::Schema<C> rows{
+      base::text_field<C>("fixed_labels", "fixed-labels", "FILE", "fixed image's label map", &C::fixed_labels),
+      base::text_field<C>("warped_labels", "warped-labels", "FILE", "moving label map warped onto the fixed grid",
+                          &C::warped_labels),
+      base::text_field<C>("field", "field", "FILE",
+                          "displacement field (fixed grid, LPS mm): report folding, and carry --fixed-points into the "
+                          "moving image",
+                          &C::field),
+      {"labels", "labels", "LIST", "labels to evaluate, e.g. 2,4,17 (default: all present but 0)",
+       [](const C& c) { return c.labels; },
+       [](C& c, const std::string& t) {
+         parse_int_list("--labels", t);  // a usage error before any reading
+         c.labels = t;
+       }},
+      base::text_field<C>("fixed_points", "fixed-points", "FILE",
+                          "landmarks of the fixed image (.csv LPS as ANTs, elastix .txt/.pts, .vtk, Slicer "
+                          ".fcsv/.mrk.json, or a voxel-index list)",
+                          &C::fixed_points),
+      base::text_field<C>("moving_points", "moving-points", "FILE",
+                          "the same landmarks, in the same order, in the moving image", &C::moving_points)};
+  for (const auto& row : point_index_schema()) rows.push_back(base::nested_row(row, &C::point_index));
+  base::Schema<C> rest{
+      base::text_field<C>("fixed_contours", "fixed-contours", "RS.dcm",
+                          "an RT Structure Set drawn on the DICOM series --series (the expert's): the reference",
+                          &C::fixed_contours),
+      base::text_field<C>("warped_contours", "warped-contours", "RS.dcm",
+                          "an RT Structure Set on the same series (carried by register --out-contours or apply "
+                          "--contours): each structure's Dice and HD95 against the reference's of the same name",
+                          &C::warped_contours),
+      base::text_field<C>("series", "series", "DIR",
+                          "with --fixed-contours: the DICOM series folder both structure sets are drawn on", &C::series),
+      base::switch_field<C>("json", "json", "print JSON (with each point's error)", &C::json),
+      base::switch_field<C>("csv", "csv", "print CSV", &C::csv)};
+  for (auto& row : rest) rows.push_back(std::move(row));
+  return rows;
+}
+
+// What only the command line can say wrongly: the inputs that go together, one table for CSV.
+void check_given(const EvaluateCommand& c) {
+  const bool labels = !c.fixed_labels.empty(), points = !c.fixed_points.empty(), contours = !c.fixed_contours.empty();
+  if (c.json && c.csv) throw UsageError("--json and --csv exclude each other");
+  if (labels != !c.warped_labels.empty()) throw UsageError("--fixed-labels and --warped-labels go together");
+  if (points != !c.moving_points.empty()) throw UsageError("--fixed-points and --moving-points go together");
+  if (contours != !c.warped_contours.empty() || contours != !c.series.empty()) {
+    throw UsageError("--fixed-contours, --warped-contours and --series go together (two structure sets and the series they are drawn on)");
+  }
+  if (!labels && !points && !contours) {
+    throw UsageError("nothing to evaluate: give --fixed-labels and --warped-labels, --fixed-points and --moving-points, "
+                     "or --fixed-contours, --warped-contours and --series");
+  }
+  if (c.csv && int(labels) + int(points) + int(contours) > 1) {
+    throw UsageError("--csv prints one table: labels, points or structures");
+  }
+  if (c.csv && points && c.field.empty()) throw UsageError("--csv of points needs --field (the errors after)");
+}
+
 }  // namespace
 
 int run_evaluate(int argc, char** argv) {
   TCLAP::CmdLine cmd("Overlap (Dice), surface distance (HD95, mm), landmark error (TRE, mm) and field regularity "
                      "of a registration result.", ' ', "0.1");
-  TCLAP::ValueArg<std::string> fixed("", "fixed-labels", "fixed image's label map", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> warped("", "warped-labels", "moving label map warped onto the fixed grid", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> field("", "field", "displacement field (fixed grid, LPS mm): report folding, and carry --fixed-points into the moving image", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> labels("", "labels", "labels to evaluate, e.g. 2,4,17 (default: all present but 0)", false, "", "LIST", cmd);
-  TCLAP::ValueArg<std::string> fixed_points("", "fixed-points", "landmarks of the fixed image (.csv LPS as ANTs, elastix .txt/.pts, .vtk, Slicer .fcsv/.mrk.json, or a voxel-index list)", false, "", "FILE", cmd);
-  TCLAP::ValueArg<std::string> moving_points("", "moving-points", "the same landmarks, in the same order, in the moving image", false, "", "FILE", cmd);
-  PointIndexArgs point_index(cmd);
-  TCLAP::ValueArg<std::string> fixed_contours("", "fixed-contours", "an RT Structure Set drawn on the DICOM series --series (the expert's): the reference", false, "", "RS.dcm", cmd);
-  TCLAP::ValueArg<std::string> warped_contours("", "warped-contours", "an RT Structure Set on the same series (carried by register --out-contours or apply --contours): each structure's Dice and HD95 against the reference's of the same name", false, "", "RS.dcm", cmd);
-  TCLAP::ValueArg<std::string> series("", "series", "with --fixed-contours: the DICOM series folder both structure sets are drawn on", false, "", "DIR", cmd);
-  TCLAP::SwitchArg json("", "json", "print JSON (with each point's error)", cmd, false);
-  TCLAP::SwitchArg csv("", "csv", "print CSV", cmd, false);
+  const SchemaArgs<EvaluateCommand> options(cmd, evaluate_schema(), EvaluateCommand{});
   cmd.setExceptionHandling(false);
   parse(cmd, argc, argv);
-  if (json.isSet() && csv.isSet()) throw UsageError("--json and --csv exclude each other");
-  if (fixed.isSet() != warped.isSet()) throw UsageError("--fixed-labels and --warped-labels go together");
-  if (fixed_points.isSet() != moving_points.isSet()) throw UsageError("--fixed-points and --moving-points go together");
-  if (fixed_contours.isSet() != warped_contours.isSet() || fixed_contours.isSet() != series.isSet()) {
-    throw UsageError("--fixed-contours, --warped-contours and --series go together (two structure sets and the series they are drawn on)");
-  }
-  if (!fixed.isSet() && !fixed_points.isSet() && !fixed_contours.isSet()) {
-    throw UsageError("nothing to evaluate: give --fixed-labels and --warped-labels, --fixed-points and --moving-points, "
-                     "or --fixed-contours, --warped-contours and --series");
-  }
-  if (csv.isSet() && int(fixed.isSet()) + int(fixed_points.isSet()) + int(fixed_contours.isSet()) > 1) {
-    throw UsageError("--csv prints one table: labels, points or structures");
-  }
-  if (csv.isSet() && fixed_points.isSet() && !field.isSet()) throw UsageError("--csv of points needs --field (the errors after)");
+  const EvaluateCommand c = options.settings(EvaluateCommand{});
+  check_given(c);
   pipeline::EvaluateJob job;
-  job.fixed_labels = fixed.getValue();
-  job.warped_labels = warped.getValue();
-  job.field = field.getValue();
-  if (!labels.getValue().empty()) job.labels = parse_int_list("--labels", labels.getValue());  // usage errors before any reading
-  job.fixed_points = fixed_points.getValue();
-  job.moving_points = moving_points.getValue();
-  job.point_options = point_index.options();
-  job.fixed_contours = fixed_contours.getValue();
-  job.warped_contours = warped_contours.getValue();
-  job.series = series.getValue();
-  print(pipeline::evaluate_files(job), json.isSet() ? "json" : (csv.isSet() ? "csv" : "text"));
+  job.fixed_labels = c.fixed_labels;
+  job.warped_labels = c.warped_labels;
+  job.field = c.field;
+  if (!c.labels.empty()) job.labels = parse_int_list("--labels", c.labels);
+  job.fixed_points = c.fixed_points;
+  job.moving_points = c.moving_points;
+  job.point_options = c.point_index.options();
+  job.fixed_contours = c.fixed_contours;
+  job.warped_contours = c.warped_contours;
+  job.series = c.series;
+  print(pipeline::evaluate_files(job), c.json ? "json" : (c.csv ? "csv" : "text"));
   return kOk;
 }
 

@@ -138,16 +138,28 @@ def model_inputs(fixed, moving, model: str = "default", affine=None) -> dict:
     return {"fixed": torch.from_numpy(r["fixed"]), "moving": torch.from_numpy(r["moving"]), "frame": r["frame"]}
 
 
-def pack(manifest, out, *, grid=None, spacing: float = 2.0, unet: bool = False, cache=None,
-         max_unreadable: float = 0.0) -> dict:
+def pack(manifest, out, **settings) -> dict:
     """A manifest's train, val and atlas rows preprocessed as training does and written
-    as one training set file ``out``, as ``autoreg pack`` does (the same library job):
-    ``grid`` (D, H, W) at ``spacing`` mm, default the reference's foreground box + 8 mm;
-    ``unet``: sizes multiples of 16; ``cache``: the preprocessed volumes' folder (default
-    ``out + ".cache"``). Returns the counts of training and validation subjects, whether
-    an atlas is in it, the grid, the spacing and the file's size in bytes."""
-    return _autoreg.pack(os.fspath(manifest), os.fspath(out), None if grid is None else [int(g) for g in grid],
-                         float(spacing), bool(unet), "" if cache is None else os.fspath(cache), float(max_unreadable))
+    as one training set file ``out``, as ``autoreg pack`` does (the same library job, its
+    keywords read by the rows its options come from). Returns the counts of training and
+    validation subjects, whether an atlas is in it, the grid, the spacing and the file's
+    size in bytes. A bad value raises autoreg.SettingsError with the command line's
+    message.
+    """
+    return _autoreg.pack(os.fspath(manifest), os.fspath(out), settings)
+
+
+def _rows_doc(rows) -> str:
+    """A job's rows (keyword, option, default, help) as a docstring's list."""
+    lines = ["", "    Settings (keyword: the command line's option; its default; what it does):", ""]
+    for row in rows:
+        if not row["required"]:
+            lines.append(f"    ``{row['keyword']}``: --{row['option']}; default {row['default'] or 'none'}; {row['help']}")
+    return "\n".join(lines) + "\n"
+
+
+if pack.__doc__:  # not under python -OO
+    pack.__doc__ += _rows_doc(_autoreg.pack_rows())
 
 
 def presets() -> dict:

@@ -237,21 +237,13 @@ std::string evaluate_arrays(const py::object& fixed_labels, const py::object& fi
   return pipeline::evaluate(in).dump();
 }
 
-// `autoreg pack`'s job: a manifest preprocessed into one training set file.
-py::dict pack(const std::string& manifest, const std::string& out, const py::object& grid, double spacing, bool unet,
-              const std::string& cache, double max_unreadable) {
+// `autoreg pack`'s job: a manifest preprocessed into one training set file, its keywords
+// read through the job's rows (pipeline::pack_schema(), as `autoreg pack` reads its options).
+py::dict pack(const std::string& manifest, const std::string& out, const py::dict& settings) {
   pipeline::PackJob job;
   job.manifest = manifest;
   job.out = out;
-  if (!grid.is_none()) {
-    const auto g = py::cast<std::vector<int64_t>>(grid);
-    if (g.size() != 3) throw base::UsageError("--grid: three sizes D, H, W");
-    job.grid = std::array<int64_t, 3>{g[0], g[1], g[2]};
-  }
-  job.spacing = spacing;
-  job.unet = unet;
-  job.cache = cache;
-  job.max_unreadable = max_unreadable;
+  set_through_rows(pipeline::pack_schema(), settings, job);
   const pipeline::PackResult r = pipeline::pack(job);
   py::dict d;
   d["train"] = r.train;
@@ -338,6 +330,8 @@ PYBIND11_MODULE(_autoreg, m) {
     for (const auto& r : autoreg::pipeline::setting_rows()) d[py::str(r.keyword)] = r.get(s);
     return d;
   });
+  // A job's rows (keyword, option, default, help) for its function's docstring.
+  m.def("pack_rows", [] { return rows_of(autoreg::pipeline::pack_schema(), autoreg::pipeline::PackJob{}); });
   m.def("fnv1a", &fnv1a);
   m.def("presets", [] {
     py::dict d;

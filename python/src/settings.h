@@ -9,10 +9,12 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "autoreg/base/schema.h"
 #include "autoreg/pipeline/option_values.h"
 #include "autoreg/pipeline/registration_settings.h"
 
@@ -32,6 +34,38 @@ inline std::string setting_text(const py::handle& v) {
     return text;
   }
   return py::cast<std::string>(py::str(v));
+}
+
+// A job's settings from keyword arguments, each read by the row of its keyword (base/schema.h)
+// as the command line reads the option's text; base::UsageError for an unknown keyword.
+template <typename S>
+void set_through_rows(const base::Schema<S>& schema, const py::dict& kw, S& s) {
+  for (const auto& item : kw) {
+    const std::string keyword = py::cast<std::string>(item.first);
+    const auto row = std::find_if(schema.begin(), schema.end(), [&](const auto& r) { return r.keyword == keyword; });
+    if (row == schema.end()) {
+      std::string known;
+      for (const auto& r : schema) known += (known.empty() ? "" : ", ") + r.keyword;
+      throw base::UsageError("unknown keyword '" + keyword + "' (known: " + known + ")");
+    }
+    if (!item.second.is_none()) row->set(s, setting_text(item.second));
+  }
+}
+
+// A job's rows for its docstring: keyword, option, default (the struct's), help.
+template <typename S>
+py::list rows_of(const base::Schema<S>& schema, const S& defaults) {
+  py::list rows;
+  for (const auto& r : schema) {
+    py::dict d;
+    d["keyword"] = r.keyword;
+    d["option"] = r.option;
+    d["default"] = r.get(defaults);
+    d["help"] = r.help;
+    d["required"] = r.required;
+    rows.append(d);
+  }
+  return rows;
 }
 
 inline pipeline::RegistrationSettings settings_of(const py::dict& kw) {

@@ -6,6 +6,7 @@
 #include "autoreg/base/errors.h"
 #include "autoreg/io/manifest.h"
 #include "autoreg/io/volume.h"
+#include "autoreg/pipeline/option_values.h"
 #include "autoreg/pipeline/dataset.h"
 #include "autoreg/registration/training_set_file.h"
 
@@ -26,6 +27,23 @@ void validate(const PackJob& job) {
                              " network needs sizes that are multiples of " + std::to_string(size_multiple(job)));
     }
   }
+}
+
+const base::Schema<PackJob>& pack_schema() {
+  using J = PackJob;
+  static const base::Schema<J> schema{
+      base::text_field<J>("manifest", "manifest", "FILE", "CSV manifest (image,labels,split; test rows are left out)",
+                          &J::manifest, true),
+      base::text_field<J>("out", "out", "FILE", "the training set file to write", &J::out, true),
+      {"grid", "grid", "DxHxW", "model grid DxHxW at --spacing (default: the reference's foreground box + 8 mm)",
+       [](const J& j) { return j.grid ? grid_text(*j.grid) : std::string(); },
+       [](J& j, const std::string& t) { j.grid = parse_grid(t); }},
+      base::number_field<J>("spacing", "spacing", "MM", "model grid spacing in mm", &J::spacing),
+      base::switch_field<J>("unet", "unet", "for the U-Net (grid sizes multiples of 16, not 4)", &J::unet),
+      base::text_field<J>("cache", "cache", "DIR", "folder for preprocessed volumes (default <out>.cache)", &J::cache),
+      base::number_field<J>("max_unreadable", "max-unreadable", "F",
+                            "share of rows that may be unreadable (reported and skipped)", &J::max_unreadable)};
+  return schema;
 }
 
 PackResult pack(const PackJob& job) {

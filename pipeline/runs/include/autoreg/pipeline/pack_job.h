@@ -11,6 +11,8 @@
 #include <optional>
 #include <string>
 
+#include "autoreg/base/schema.h"
+
 namespace autoreg::pipeline {
 
 struct PackJob {
@@ -26,6 +28,10 @@ struct PackJob {
 
 // base::UsageError naming the option for a setting out of range.
 void validate(const PackJob& job);
+
+// The rows of the job's settings (base/schema.h): `pack`'s options and the keywords of
+// Python's autoreg.pack.
+const base::Schema<PackJob>& pack_schema();
 
 struct PackResult {
   size_t train = 0, validation = 0;
