@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "autoreg/pipeline/adapt_job.h"
-#include "autoreg/pipeline/run_loop.h"
+#include "autoreg/runs/adapt_job.h"
+#include "autoreg/runs/run_loop.h"
 #include "exit_codes.h"
 #include "parse.h"
 #include "schema_args.h"

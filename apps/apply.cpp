@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "autoreg/ops.h"
-#include "autoreg/pipeline/apply_job.h"
+#include "autoreg/pair/apply_job.h"
 #include "common_args.h"
 #include "parse.h"
 #include "print_contours.h"

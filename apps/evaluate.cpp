@@ -16,7 +16,7 @@
 #include <string>
 
 #include "autoreg/base/csv.h"
-#include "autoreg/pipeline/evaluate_job.h"
+#include "autoreg/pair/evaluate_job.h"
 #include "common_args.h"
 #include "parse.h"
 #include "exit_codes.h"

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "autoreg/base/errors.h"
-#include "autoreg/pipeline/exit_codes.h"
+#include "autoreg/runs/exit_codes.h"
 
 namespace autoreg::apps {
 

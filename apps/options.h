@@ -10,11 +10,11 @@
 
 #include "autoreg/io/grid.h"
 #include "autoreg/io/volume.h"
-#include "autoreg/pipeline/default_model.h"
-#include "autoreg/pipeline/option_values.h"
-#include "autoreg/pipeline/output_files.h"
-#include "autoreg/pipeline/qc_picture.h"
-#include "autoreg/pipeline/register_pair.h"
+#include "autoreg/pair/default_model.h"
+#include "autoreg/pair/option_values.h"
+#include "autoreg/pair/output_files.h"
+#include "autoreg/pair/qc_picture.h"
+#include "autoreg/pair/register_pair.h"
 #include "autoreg/registration/model_file.h"
 #include "exit_codes.h"
 

@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <string>
 
-#include "autoreg/pipeline/pack_job.h"
+#include "autoreg/runs/pack_job.h"
 #include "common_args.h"
 #include "parse.h"
 #include "exit_codes.h"

@@ -12,7 +12,7 @@
 // Affine pre-alignment in physical space, then a deformable field: a trained model's
 // prediction (optionally refined by K steps of instance optimisation), or without a
 // model instance optimisation of a diffeomorphic field on the pair
-// (autoreg/pipeline/register_pair.h). The moving image and labels are sampled once,
+// (autoreg/pair/register_pair.h). The moving image and labels are sampled once,
 // through the composed map.
 #include <tclap/CmdLine.h>
 
@@ -23,9 +23,9 @@
 #include <string>
 #include <vector>
 
-#include "autoreg/pipeline/register_job.h"
-#include "autoreg/pipeline/register_pair.h"
-#include "autoreg/pipeline/register_pairs.h"
+#include "autoreg/pair/register_job.h"
+#include "autoreg/pair/register_pair.h"
+#include "autoreg/runs/register_pairs.h"
 #include "common_args.h"
 #include "parse.h"
 #include "exit_codes.h"

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "autoreg/pipeline/registration_settings.h"
+#include "autoreg/pair/registration_settings.h"
 
 namespace autoreg::apps {
 

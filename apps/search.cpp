@@ -18,8 +18,8 @@
 
 #include <ATen/Parallel.h>
 
-#include "autoreg/pipeline/run_loop.h"
-#include "autoreg/pipeline/search_job.h"
+#include "autoreg/runs/run_loop.h"
+#include "autoreg/runs/search_job.h"
 #include "exit_codes.h"
 #include "parse.h"
 #include "schema_args.h"

@@ -6,7 +6,7 @@
 //                 [--out-probabilities DIR] [--out-warped-dir DIR [--out-inverse-fields]] [--target-labels FILE]
 //                 [--qc qc.png] [--device cpu|cuda] [--threads T] [--json]
 //
-// Multi-atlas segmentation (autoreg/pipeline/segment.h): every atlas registered onto the
+// Multi-atlas segmentation (autoreg/runs/segment.h): every atlas registered onto the
 // target, its labels carried there, the labels fused (autoreg/segmentation/fusion.h).
 #include <tclap/CmdLine.h>
 
@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "autoreg/pipeline/segment_job.h"
+#include "autoreg/runs/segment_job.h"
 #include "common_args.h"
 #include "parse.h"
 #include "exit_codes.h"

@@ -3,7 +3,7 @@
 //                  [--threads T] [--resume] [--nproc N [--max-restarts R]]
 //
 // Group-wise registration: an unbiased template of the listed subjects
-// (autoreg/pipeline/template_job.h, docs/template.md).
+// (autoreg/runs/template_job.h, docs/template.md).
 #include <tclap/CmdLine.h>
 
 #include <ATen/Parallel.h>
@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <string>
 
-#include "autoreg/pipeline/template_job.h"
+#include "autoreg/runs/template_job.h"
 #include "common_args.h"
 #include "parse.h"
 #include "exit_codes.h"

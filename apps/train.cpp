@@ -20,9 +20,9 @@
 #include <string>
 #include <vector>
 
-#include "autoreg/pipeline/train_job.h"
+#include "autoreg/runs/train_job.h"
 #include "autoreg/registration/similarity.h"
-#include "autoreg/pipeline/run_loop.h"
+#include "autoreg/runs/run_loop.h"
 #include "exit_codes.h"
 #include "parse.h"
 #include "options.h"

@@ -15,8 +15,8 @@
 
 #include "autoreg/parallel/process.h"
 #include "autoreg/parallel/worker.h"
-#include "autoreg/pipeline/run_loop.h"
-#include "autoreg/pipeline/validate_job.h"
+#include "autoreg/runs/run_loop.h"
+#include "autoreg/runs/validate_job.h"
 #include "common_args.h"
 #include "parse.h"
 #include "exit_codes.h"

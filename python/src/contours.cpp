@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "autoreg/io/volume.h"
-#include "autoreg/pipeline/contours_job.h"
+#include "autoreg/pair/contours_job.h"
 #include "autoreg/rt/rasterise.h"
 #include "autoreg/rt/series.h"
 #include "autoreg/rt/structure_set.h"

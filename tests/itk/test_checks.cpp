@@ -8,7 +8,7 @@
 #include <cmath>
 
 #include "autoreg/io/grid.h"
-#include "autoreg/pipeline/pair_checks.h"
+#include "autoreg/pair/pair_checks.h"
 #include "autoreg/registration/field_of_view.h"
 #include "similarity_check.h"  // pipeline/pair/src: the checks' measures
 

@@ -12,8 +12,8 @@
 #include <cmath>
 #include <vector>
 
-#include "autoreg/pipeline/register_images.h"
-#include "autoreg/pipeline/register_pair.h"
+#include "autoreg/pair/register_images.h"
+#include "autoreg/pair/register_pair.h"
 #include "itkAutoRegImageRegistrationFilter.h"
 
 namespace autoreg::test {

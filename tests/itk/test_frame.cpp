@@ -7,7 +7,7 @@
 
 #include "autoreg/io/grid.h"
 #include "autoreg/ops.h"
-#include "autoreg/pipeline/frame.h"
+#include "autoreg/pair/frame.h"
 
 namespace autoreg::test {
 namespace {

@@ -19,11 +19,11 @@
 
 #include "autoreg/base/errors.h"
 #include "autoreg/io/volume.h"
-#include "autoreg/pipeline/adapt_job.h"
-#include "autoreg/pipeline/search_job.h"
-#include "autoreg/pipeline/segment_job.h"
-#include "autoreg/pipeline/template_job.h"
-#include "autoreg/pipeline/train_job.h"
+#include "autoreg/runs/adapt_job.h"
+#include "autoreg/runs/search_job.h"
+#include "autoreg/runs/segment_job.h"
+#include "autoreg/runs/template_job.h"
+#include "autoreg/runs/train_job.h"
 #include "autoreg/registration/model_file.h"
 
 namespace autoreg::test {

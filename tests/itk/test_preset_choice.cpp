@@ -6,8 +6,8 @@
 
 #include <ATen/ATen.h>
 
-#include "autoreg/pipeline/preset_choice.h"
-#include "autoreg/pipeline/registration_settings.h"
+#include "autoreg/pair/preset_choice.h"
+#include "autoreg/pair/registration_settings.h"
 #include "autoreg/registration/field_of_view.h"
 
 namespace autoreg::test {

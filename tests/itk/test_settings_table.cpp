@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "../../apps/registration_args.h"
-#include "autoreg/pipeline/registration_settings.h"
+#include "autoreg/pair/registration_settings.h"
 #include "itkAutoRegImageRegistrationFilter.h"
 
 namespace autoreg::test {

@@ -20,7 +20,7 @@
 #include "autoreg/io/grid.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/ops.h"
-#include "autoreg/pipeline/template_job.h"
+#include "autoreg/runs/template_job.h"
 
 namespace autoreg::test {
 namespace {

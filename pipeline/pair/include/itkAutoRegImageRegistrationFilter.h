@@ -15,7 +15,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "autoreg/pipeline/registration_settings.h"
+#include "autoreg/pair/registration_settings.h"
 
 // A setting of the filter's RegistrationSettings with its Set/Get: the comparison and
 // Modified() of itkSetMacro without its debug message, which streams the value (a
@@ -230,7 +230,7 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   /** Random seed of instance optimisation. Default: 0. */
   autoregFilterSettingMacro(Seed, uint64_t, seed);
 
-  /** Any setting by its name in the settings table (autoreg/pipeline/registration_settings.h:
+  /** Any setting by its name in the settings table (autoreg/pair/registration_settings.h:
    * Python's keyword, e.g. "ncc_window_mm") and its value as `autoreg register` writes it
    * ("9", "70,20", "true"): the setters above, by name. An unknown name or a value that
    * does not read throws itk::ExceptionObject naming it. */

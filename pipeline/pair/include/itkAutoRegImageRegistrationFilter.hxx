@@ -8,7 +8,7 @@
 
 #include <exception>
 
-#include "autoreg/pipeline/register_images.h"
+#include "autoreg/pair/register_images.h"
 
 namespace itk {
 

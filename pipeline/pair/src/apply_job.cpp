@@ -1,4 +1,4 @@
-#include "autoreg/pipeline/apply_job.h"
+#include "autoreg/pair/apply_job.h"
 
 #include <ATen/ATen.h>
 
@@ -9,10 +9,10 @@
 #include "autoreg/io/mapped.h"
 #include "autoreg/io/transform.h"
 #include "autoreg/io/volume.h"
-#include "autoreg/pipeline/contours_job.h"
-#include "autoreg/pipeline/output_files.h"
-#include "autoreg/pipeline/register_job.h"
-#include "autoreg/pipeline/qc_picture.h"
+#include "autoreg/pair/contours_job.h"
+#include "autoreg/pair/output_files.h"
+#include "autoreg/pair/register_job.h"
+#include "autoreg/pair/qc_picture.h"
 
 namespace autoreg::pipeline {
 namespace {

@@ -5,8 +5,8 @@
 #include <cmath>
 
 #include "autoreg/io/volume.h"
-#include "autoreg/pipeline/contours_job.h"
-#include "autoreg/pipeline/pair_checks.h"
+#include "autoreg/pair/contours_job.h"
+#include "autoreg/pair/pair_checks.h"
 #include "autoreg/registration/metrics.h"
 #include "autoreg/rt/errors.h"
 #include "autoreg/rt/rasterise.h"

@@ -1,4 +1,4 @@
-#include "autoreg/pipeline/contours_job.h"
+#include "autoreg/pair/contours_job.h"
 
 #include <ATen/ATen.h>
 
@@ -13,8 +13,8 @@
 #include "autoreg/io/grid.h"
 #include "autoreg/io/manifest.h"
 #include "autoreg/io/mapped.h"
-#include "autoreg/pipeline/output_files.h"
-#include "autoreg/pipeline/register_job.h"
+#include "autoreg/pair/output_files.h"
+#include "autoreg/pair/register_job.h"
 #include "autoreg/rt/contours.h"
 #include "autoreg/rt/errors.h"
 #include "autoreg/rt/image_series.h"

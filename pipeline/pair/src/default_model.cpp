@@ -1,11 +1,11 @@
-#include "autoreg/pipeline/default_model.h"
+#include "autoreg/pair/default_model.h"
 
 #include <dlfcn.h>
 
 #include <cstdlib>
 #include <filesystem>
 
-#include "autoreg/pipeline/library_folder.h"
+#include "autoreg/pair/library_folder.h"
 
 namespace autoreg::pipeline {
 

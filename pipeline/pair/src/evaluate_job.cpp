@@ -1,4 +1,4 @@
-#include "autoreg/pipeline/evaluate_job.h"
+#include "autoreg/pair/evaluate_job.h"
 
 #include <ATen/ATen.h>
 
@@ -7,8 +7,8 @@
 #include "autoreg/base/errors.h"
 #include "autoreg/io/field.h"
 #include "autoreg/io/grid.h"
-#include "autoreg/pipeline/contours_job.h"
-#include "autoreg/pipeline/pair_checks.h"
+#include "autoreg/pair/contours_job.h"
+#include "autoreg/pair/pair_checks.h"
 #include "autoreg/registration/metrics.h"
 
 namespace autoreg::pipeline {

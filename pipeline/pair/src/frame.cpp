@@ -1,4 +1,4 @@
-#include "autoreg/pipeline/frame.h"
+#include "autoreg/pair/frame.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>

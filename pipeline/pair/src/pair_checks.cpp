@@ -1,4 +1,4 @@
-#include "autoreg/pipeline/pair_checks.h"
+#include "autoreg/pair/pair_checks.h"
 
 #include <ATen/ATen.h>
 

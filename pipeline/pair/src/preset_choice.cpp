@@ -1,4 +1,4 @@
-#include "autoreg/pipeline/preset_choice.h"
+#include "autoreg/pair/preset_choice.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>

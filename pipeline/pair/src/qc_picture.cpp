@@ -1,4 +1,4 @@
-#include "autoreg/pipeline/qc_picture.h"
+#include "autoreg/pair/qc_picture.h"
 
 #include <ATen/ATen.h>
 
@@ -9,7 +9,7 @@
 #include "autoreg/io/grid.h"
 #include "autoreg/io/mapped.h"
 #include "autoreg/ops.h"
-#include "autoreg/pipeline/register_pair.h"
+#include "autoreg/pair/register_pair.h"
 #include "autoreg/qc/picture.h"
 #include "autoreg/registration/field_of_view.h"
 

@@ -1,4 +1,4 @@
-#include "autoreg/pipeline/register_images.h"
+#include "autoreg/pair/register_images.h"
 
 #include <c10/core/GradMode.h>
 
@@ -8,7 +8,7 @@
 
 #include "autoreg/io/grid.h"
 #include "autoreg/io/itk_image.h"
-#include "autoreg/pipeline/register_pair.h"
+#include "autoreg/pair/register_pair.h"
 
 namespace autoreg::pipeline {
 namespace {

@@ -1,4 +1,4 @@
-#include "autoreg/pipeline/register_job.h"
+#include "autoreg/pair/register_job.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -16,9 +16,9 @@
 #include "autoreg/io/mapped.h"
 #include "autoreg/io/transform.h"
 #include "autoreg/registration/metrics.h"
-#include "autoreg/pipeline/option_values.h"
-#include "autoreg/pipeline/output_files.h"
-#include "autoreg/pipeline/qc_picture.h"
+#include "autoreg/pair/option_values.h"
+#include "autoreg/pair/output_files.h"
+#include "autoreg/pair/qc_picture.h"
 
 namespace autoreg::pipeline {
 namespace {

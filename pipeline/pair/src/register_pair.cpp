@@ -1,4 +1,4 @@
-#include "autoreg/pipeline/register_pair.h"
+#include "autoreg/pair/register_pair.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Context.h>
@@ -13,9 +13,9 @@
 #include "autoreg/io/transform.h"
 #include "autoreg/device.h"
 #include "autoreg/ops.h"
-#include "autoreg/pipeline/default_model.h"
-#include "autoreg/pipeline/frame.h"
-#include "autoreg/pipeline/preset_choice.h"
+#include "autoreg/pair/default_model.h"
+#include "autoreg/pair/frame.h"
+#include "autoreg/pair/preset_choice.h"
 #include "autoreg/registration/discrete.h"
 #include "autoreg/registration/field_of_view.h"
 #include "autoreg/registration/model_file.h"

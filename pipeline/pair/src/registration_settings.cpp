@@ -1,5 +1,5 @@
 #include "autoreg/base/names.h"
-#include "autoreg/pipeline/registration_settings.h"
+#include "autoreg/pair/registration_settings.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,7 @@
 #include <functional>
 #include <stdexcept>
 
-#include "autoreg/pipeline/option_values.h"
+#include "autoreg/pair/option_values.h"
 #include "autoreg/registration/regularization.h"
 #include "autoreg/registration/similarity.h"
 

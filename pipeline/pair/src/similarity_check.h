@@ -8,8 +8,8 @@
 #include <string>
 
 #include "autoreg/io/volume.h"
-#include "autoreg/pipeline/pair_checks.h"
-#include "autoreg/pipeline/register_pair.h"
+#include "autoreg/pair/pair_checks.h"
+#include "autoreg/pair/register_pair.h"
 #include "autoreg/registration/similarity.h"
 
 namespace autoreg::pipeline::detail {

@@ -1,4 +1,4 @@
-#include "autoreg/pipeline/adapt_job.h"
+#include "autoreg/runs/adapt_job.h"
 
 #include <ATen/ATen.h>
 
@@ -13,11 +13,11 @@
 #include "autoreg/base/errors.h"
 #include "autoreg/io/manifest.h"
 #include "autoreg/io/volume.h"
-#include "autoreg/pipeline/dataset.h"
-#include "autoreg/pipeline/default_model.h"
-#include "autoreg/pipeline/output_files.h"
-#include "autoreg/pipeline/run_log.h"
-#include "autoreg/pipeline/run_loop.h"
+#include "autoreg/runs/dataset.h"
+#include "autoreg/pair/default_model.h"
+#include "autoreg/pair/output_files.h"
+#include "autoreg/runs/run_log.h"
+#include "autoreg/runs/run_loop.h"
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/train.h"
 

@@ -1,4 +1,4 @@
-#include "autoreg/pipeline/dataset.h"
+#include "autoreg/runs/dataset.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
@@ -14,7 +14,7 @@
 
 #include "autoreg/io/grid.h"
 #include "autoreg/io/volume.h"
-#include "autoreg/pipeline/frame.h"
+#include "autoreg/pair/frame.h"
 #include "autoreg/registration/augment.h"
 
 namespace autoreg::pipeline {

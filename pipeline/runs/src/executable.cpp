@@ -1,11 +1,11 @@
-#include "autoreg/pipeline/executable.h"
+#include "autoreg/runs/executable.h"
 
 #include <cstdlib>
 #include <filesystem>
 
 #include "autoreg/base/errors.h"
 #include "autoreg/parallel/process.h"
-#include "autoreg/pipeline/library_folder.h"
+#include "autoreg/pair/library_folder.h"
 
 namespace autoreg::pipeline {
 

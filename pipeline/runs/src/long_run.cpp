@@ -3,7 +3,7 @@
 #include <stdexcept>
 
 #include "autoreg/io/volume.h"
-#include "autoreg/pipeline/executable.h"
+#include "autoreg/runs/executable.h"
 
 namespace autoreg::pipeline::detail {
 

@@ -1,4 +1,4 @@
-#include "autoreg/pipeline/pack_job.h"
+#include "autoreg/runs/pack_job.h"
 
 #include <filesystem>
 #include <stdexcept>
@@ -6,8 +6,8 @@
 #include "autoreg/base/errors.h"
 #include "autoreg/io/manifest.h"
 #include "autoreg/io/volume.h"
-#include "autoreg/pipeline/option_values.h"
-#include "autoreg/pipeline/dataset.h"
+#include "autoreg/pair/option_values.h"
+#include "autoreg/runs/dataset.h"
 #include "autoreg/registration/training_set_file.h"
 
 namespace autoreg::pipeline {

@@ -1,5 +1,5 @@
 #include "autoreg/base/atomic_file.h"
-#include "autoreg/pipeline/register_pairs.h"
+#include "autoreg/runs/register_pairs.h"
 
 #include <ATen/ATen.h>
 
@@ -16,7 +16,7 @@
 #include "autoreg/io/manifest.h"
 #include "autoreg/qc/picture.h"
 #include "autoreg/registration/model_file.h"
-#include "autoreg/pipeline/output_files.h"
+#include "autoreg/pair/output_files.h"
 #include "register_shards.h"
 
 namespace autoreg::pipeline {

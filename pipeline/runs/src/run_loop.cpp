@@ -1,4 +1,4 @@
-#include "autoreg/pipeline/run_loop.h"
+#include "autoreg/runs/run_loop.h"
 
 #include <ATen/ATen.h>
 
@@ -14,7 +14,7 @@
 #include "autoreg/parallel/evaluation.h"
 #include "autoreg/parallel/failure.h"
 #include "autoreg/parallel/worker.h"
-#include "autoreg/pipeline/run_log.h"
+#include "autoreg/runs/run_log.h"
 #include "autoreg/registration/train.h"
 
 namespace autoreg::pipeline {

@@ -8,7 +8,7 @@
 
 #include "autoreg/parallel/evaluation.h"
 #include "autoreg/base/errors.h"
-#include "autoreg/pipeline/run_loop.h"
+#include "autoreg/runs/run_loop.h"
 
 namespace autoreg::pipeline::detail {
 

@@ -1,4 +1,4 @@
-#include "autoreg/pipeline/search_job.h"
+#include "autoreg/runs/search_job.h"
 
 #include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
@@ -16,8 +16,8 @@
 #include "autoreg/ops.h"
 #include "autoreg/parallel/process.h"
 #include "autoreg/parallel/worker.h"
-#include "autoreg/pipeline/exit_codes.h"
-#include "autoreg/pipeline/run_log.h"
+#include "autoreg/runs/exit_codes.h"
+#include "autoreg/runs/run_log.h"
 #include "autoreg/registration/model_file.h"
 #include "search_evaluation.h"
 #include "search_stages.h"

@@ -10,7 +10,7 @@
 
 #include "autoreg/registration/genotype.h"
 #include "autoreg/search/searcher.h"
-#include "autoreg/pipeline/output_files.h"
+#include "autoreg/pair/output_files.h"
 
 namespace autoreg::pipeline::detail {
 

@@ -1,12 +1,12 @@
 // The rows of `autoreg search`'s settings (search_settings.h): its options, the command
 // line its ranks and watcher run, and what Python and the docs list.
-#include "autoreg/pipeline/search_settings.h"
+#include "autoreg/runs/search_settings.h"
 
 #include <limits>
 #include <string>
 
 #include "autoreg/base/schema.h"
-#include "autoreg/pipeline/option_values.h"
+#include "autoreg/pair/option_values.h"
 #include "autoreg/search/choices.h"
 
 namespace autoreg::pipeline {

@@ -11,13 +11,13 @@
 #include "autoreg/io/manifest.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/parallel/failure.h"
-#include "autoreg/pipeline/dataset.h"
+#include "autoreg/runs/dataset.h"
 #include "autoreg/qc/search_report.h"
 #include "autoreg/base/errors.h"
-#include "autoreg/pipeline/run_log.h"
+#include "autoreg/runs/run_log.h"
 #include "autoreg/parallel/ranks.h"
 #include "search_outputs.h"
-#include "autoreg/pipeline/run_loop.h"
+#include "autoreg/runs/run_loop.h"
 #include "validation_process.h"
 
 namespace autoreg::pipeline::detail {

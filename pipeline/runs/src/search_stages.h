@@ -13,8 +13,8 @@
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/train.h"
 #include "autoreg/search/op_cost.h"
-#include "autoreg/pipeline/search_settings.h"
-#include "autoreg/pipeline/run_loop.h"
+#include "autoreg/runs/search_settings.h"
+#include "autoreg/runs/run_loop.h"
 #include "autoreg/search/searcher.h"
 
 namespace autoreg::pipeline::detail {

@@ -1,4 +1,4 @@
-#include "autoreg/pipeline/segment.h"
+#include "autoreg/runs/segment.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>

@@ -1,5 +1,5 @@
 #include "autoreg/base/atomic_file.h"
-#include "autoreg/pipeline/segment_job.h"
+#include "autoreg/runs/segment_job.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -14,9 +14,9 @@
 #include "autoreg/io/grid.h"
 #include "autoreg/io/manifest.h"
 #include "autoreg/io/volume.h"
-#include "autoreg/pipeline/contours_job.h"
-#include "autoreg/pipeline/output_files.h"
-#include "autoreg/pipeline/qc_picture.h"
+#include "autoreg/pair/contours_job.h"
+#include "autoreg/pair/output_files.h"
+#include "autoreg/pair/qc_picture.h"
 #include "autoreg/qc/picture.h"
 #include "autoreg/registration/metrics.h"
 

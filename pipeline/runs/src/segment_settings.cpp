@@ -3,7 +3,7 @@
 #include <string>
 
 #include "autoreg/base/schema.h"
-#include "autoreg/pipeline/segment_job.h"
+#include "autoreg/runs/segment_job.h"
 #include "autoreg/segmentation/fusion.h"
 
 namespace autoreg::pipeline {

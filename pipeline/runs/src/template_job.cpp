@@ -1,4 +1,4 @@
-#include "autoreg/pipeline/template_job.h"
+#include "autoreg/runs/template_job.h"
 
 #include <ATen/ATen.h>
 #include <c10/core/GradMode.h>
@@ -18,11 +18,11 @@
 #include "autoreg/io/grid.h"
 #include "autoreg/io/mapped.h"
 #include "autoreg/ops.h"
-#include "autoreg/pipeline/exit_codes.h"
-#include "autoreg/pipeline/run_settings.h"
-#include "autoreg/pipeline/output_files.h"
-#include "autoreg/pipeline/qc_picture.h"
-#include "autoreg/pipeline/register_pair.h"
+#include "autoreg/runs/exit_codes.h"
+#include "autoreg/runs/run_settings.h"
+#include "autoreg/pair/output_files.h"
+#include "autoreg/pair/qc_picture.h"
+#include "autoreg/pair/register_pair.h"
 #include "autoreg/qc/template_report.h"
 #include "autoreg/segmentation/fusion.h"
 #include "long_run.h"

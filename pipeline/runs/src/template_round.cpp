@@ -13,7 +13,7 @@
 #include "autoreg/base/stopwatch.h"
 #include "autoreg/io/manifest.h"
 #include "autoreg/io/mapped.h"
-#include "autoreg/pipeline/output_files.h"
+#include "autoreg/pair/output_files.h"
 
 namespace autoreg::pipeline::detail {
 

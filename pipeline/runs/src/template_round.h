@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "autoreg/io/volume.h"
-#include "autoreg/pipeline/register_pair.h"
-#include "autoreg/pipeline/template_settings.h"
+#include "autoreg/pair/register_pair.h"
+#include "autoreg/runs/template_settings.h"
 #include "autoreg/registration/collective.h"
 
 namespace autoreg::pipeline::detail {

@@ -6,8 +6,8 @@
 
 #include "autoreg/base/errors.h"
 #include "autoreg/base/schema.h"
-#include "autoreg/pipeline/run_settings.h"
-#include "autoreg/pipeline/template_settings.h"
+#include "autoreg/runs/run_settings.h"
+#include "autoreg/runs/template_settings.h"
 
 namespace autoreg::pipeline {
 

@@ -1,4 +1,4 @@
-#include "autoreg/pipeline/validate_job.h"
+#include "autoreg/runs/validate_job.h"
 
 #include <nlohmann/json.hpp>
 
@@ -12,8 +12,8 @@
 #include "autoreg/io/manifest.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/parallel/evaluation.h"
-#include "autoreg/pipeline/dataset.h"
-#include "autoreg/pipeline/run_loop.h"
+#include "autoreg/runs/dataset.h"
+#include "autoreg/runs/run_loop.h"
 #include "autoreg/registration/model_file.h"
 #include "autoreg/registration/training_pairs.h"
 

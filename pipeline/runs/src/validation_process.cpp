@@ -14,7 +14,7 @@
 #include "autoreg/base/atomic_file.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/parallel/process.h"
-#include "autoreg/pipeline/executable.h"
+#include "autoreg/runs/executable.h"
 
 namespace autoreg::pipeline {
 

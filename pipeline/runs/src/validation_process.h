@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "autoreg/parallel/evaluation.h"
-#include "autoreg/pipeline/run_loop.h"
+#include "autoreg/runs/run_loop.h"
 #include "autoreg/registration/similarity.h"
 
 namespace autoreg::pipeline {
