@@ -6,7 +6,7 @@
 #include <set>
 #include <vector>
 
-#include "autoreg/pipeline/registration_settings.h"
+#include "autoreg/pair/registration_settings.h"
 
 namespace autoreg::apps {
 namespace {
@@ -114,10 +114,10 @@ std::string cell(const std::string& text) {
   return out;
 }
 
-// The Python keyword of a registration setting's option ("" for the command's own).
+// The Python keyword of a registration setting's option ("" for the command's files and run).
 std::string python_keyword(const std::string& option) {
   for (const pipeline::SettingRow& row : pipeline::setting_rows()) {
-    if (!row.command_option && row.option == option) return row.keyword;
+    if (row.option == option) return row.keyword;  // the command's own (--device, --affine-only) too
   }
   return "";
 }

@@ -15,12 +15,12 @@
 #include "autoreg/io/field.h"
 #include "autoreg/io/mapped.h"
 #include "autoreg/io/points.h"
-#include "autoreg/pipeline/default_model.h"
-#include "autoreg/pipeline/evaluate_job.h"
-#include "autoreg/pipeline/pack_job.h"
-#include "autoreg/pipeline/frame.h"
-#include "autoreg/pipeline/register_job.h"
-#include "autoreg/pipeline/registration_settings.h"
+#include "autoreg/pair/default_model.h"
+#include "autoreg/pair/evaluate_job.h"
+#include "autoreg/runs/pack_job.h"
+#include "autoreg/pair/frame.h"
+#include "autoreg/pair/register_job.h"
+#include "autoreg/pair/registration_settings.h"
 #include "autoreg/registration/metrics.h"
 #include "autoreg/rt/errors.h"
 #include "contours.h"
@@ -309,21 +309,8 @@ PYBIND11_MODULE(_autoreg, m) {
   add_contours(m);
   // The settings table (registration_settings.h) and what keywords make of it, for the
   // test that walks every row through the command line, Python and the ITK filter.
-  m.def("settings_table", [] {
-    const autoreg::pipeline::RegistrationSettings defaults;
-    py::list rows;
-    for (const auto& r : autoreg::pipeline::setting_rows()) {
-      py::dict d;
-      d["keyword"] = r.keyword;
-      d["option"] = r.option;
-      d["switch_sets"] = r.switch_sets;
-      d["default"] = r.get(defaults);
-      d["sample"] = r.sample;
-      d["help"] = r.help;
-      rows.append(d);
-    }
-    return rows;
-  });
+  m.def("settings_table",
+        [] { return rows_of(autoreg::pipeline::setting_rows(), autoreg::pipeline::RegistrationSettings{}); });
   m.def("settings_text", [](const py::dict& kw) {
     const autoreg::pipeline::RegistrationSettings s = settings_of(kw);
     py::dict d;

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "autoreg/base/schema.h"
-#include "autoreg/pipeline/option_values.h"
-#include "autoreg/pipeline/registration_settings.h"
+#include "autoreg/pair/option_values.h"
+#include "autoreg/pair/registration_settings.h"
 
 namespace autoreg::python {
 
@@ -52,7 +52,8 @@ void set_through_rows(const base::Schema<S>& schema, const py::dict& kw, S& s) {
   }
 }
 
-// A job's rows for its docstring: keyword, option, default (the struct's), help.
+// A job's rows for its docstring and the tests: keyword, option, default (the struct's),
+// the value a switch sets, a sample value, help, whether the command line requires it.
 template <typename S>
 py::list rows_of(const base::Schema<S>& schema, const S& defaults) {
   py::list rows;
@@ -61,6 +62,8 @@ py::list rows_of(const base::Schema<S>& schema, const S& defaults) {
     d["keyword"] = r.keyword;
     d["option"] = r.option;
     d["default"] = r.get(defaults);
+    d["switch_sets"] = r.switch_sets;
+    d["sample"] = r.sample;
     d["help"] = r.help;
     d["required"] = r.required;
     rows.append(d);
