@@ -287,8 +287,9 @@ SettingRow row(std::string keyword, std::string option, bool command_option, std
   return r;
 }
 
-std::vector<SettingRow> make_rows() {
-  std::vector<SettingRow> rows;
+// The preset, the model, the device and which stages run (in this order: --rigid before
+// --no-affine, which turns the pre-alignment back off).
+void add_stage_rows(std::vector<SettingRow>& rows) {
   // The preset: a base the others override (the ITK filter's SetPreset keeps what it does not name).
   rows.push_back(row("preset", "preset", false, "", "PRESET", presets_help(), [](const S& s) { return s.preset; },
                   [](S& s, const std::string& t) { apply_preset(t, s); }, "breathing"));
@@ -313,6 +314,11 @@ std::vector<SettingRow> make_rows() {
   rows.push_back(row("deformable", "affine-only", true, "false", "", "stop after the affine pre-alignment",
                   [](const S& s) { return boolean_text(s.deformable); },
                   [](S& s, const std::string& t) { s.deformable = parse_boolean("affine-only", t); }, "false", SettingKind::Boolean));
+}
+
+// What instance optimisation and the affine stage do: the similarity, the smoothness, the
+// steps and levels, the network's refinement, the seed.
+void add_optimisation_rows(std::vector<SettingRow>& rows) {
   rows.push_back(row("similarity", "similarity", false, "", registration::kSimilarityNames.joined(),
                   "ncc, mse, or mind (MIND-SSC, for different modalities)", [](const S& s) { return s.similarity; },
                   [](S& s, const std::string& t) {
@@ -373,6 +379,11 @@ std::vector<SettingRow> make_rows() {
                   [](S& s, const std::string& t) { s.refine = unsigned(parse_whole("refine", t)); }, "5", SettingKind::Whole));
   rows.push_back(row("seed", "seed", false, "", "S", "random seed", [](const S& s) { return std::to_string(s.seed); },
                   [](S& s, const std::string& t) { s.seed = parse_whole("seed", t); }, "7", SettingKind::Whole));
+}
+
+// How the images are read and compared where a scan has no data: the intensity window, the
+// padding outside the field of view, the discrete search for large motion, gas.
+void add_scan_rows(std::vector<SettingRow>& rows) {
   rows.push_back(row("intensity_window", "intensity-window", false, "", "LO,HI",
                   "the intensities mapped to 0 and 1, clipped beyond, for both images (e.g. -1000,1000 for CT in HU); "
                   "unset, automatic: a CT (its 0.5th percentile at or below -500 HU) gets -1000,1000, anything else "
@@ -418,6 +429,13 @@ std::vector<SettingRow> make_rows() {
                   [](const S& s) { return boolean_text(s.exclude_gas); },
                   [](S& s, const std::string& t) { s.exclude_gas = parse_boolean("exclude-gas", t); }, "true",
                   SettingKind::Boolean));
+}
+
+std::vector<SettingRow> make_rows() {
+  std::vector<SettingRow> rows;
+  add_stage_rows(rows);
+  add_optimisation_rows(rows);
+  add_scan_rows(rows);
   return rows;
 }
 
