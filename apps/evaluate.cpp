@@ -14,6 +14,7 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "autoreg/base/csv.h"
 #include "autoreg/pair/evaluate_job.h"
@@ -105,7 +106,9 @@ void print(const nlohmann::json& r, const std::string& format) {
 
 // What `evaluate` is given: label maps, points or structure sets to score, and how to print.
 struct EvaluateCommand {
-  std::string fixed_labels, warped_labels, field, labels, fixed_points, moving_points;
+  std::string fixed_labels, warped_labels, field;
+  std::vector<int64_t> labels;  // none: every label present but 0
+  std::string fixed_points, moving_points;
   PointIndex point_index;
   std::string fixed_contours, warped_contours, series;
   bool json = false, csv = false;
@@ -122,10 +125,13 @@ base::Schema<EvaluateCommand> evaluate_schema() {
                           "moving image",
                           &C::field),
       {"labels", "labels", "LIST", "labels to evaluate, e.g. 2,4,17 (default: all present but 0)",
-       [](const C& c) { return c.labels; },
-       [](C& c, const std::string& t) {
-         parse_int_list("--labels", t);  // a usage error before any reading
-         c.labels = t;
+       [](const C& c) {
+         std::string text;
+         for (int64_t l : c.labels) text += (text.empty() ? "" : ",") + std::to_string(l);
+         return text;
+       },
+       [](C& c, const std::string& t) {  // a usage error before any reading; "": every label
+         c.labels = t.empty() ? std::vector<int64_t>() : parse_int_list("--labels", t);
        }},
       base::text_field<C>("fixed_points", "fixed-points", "FILE",
                           "landmarks of the fixed image (.csv LPS as ANTs, elastix .txt/.pts, .vtk, Slicer "
@@ -183,7 +189,7 @@ int run_evaluate(int argc, char** argv) {
   job.fixed_labels = c.fixed_labels;
   job.warped_labels = c.warped_labels;
   job.field = c.field;
-  if (!c.labels.empty()) job.labels = parse_int_list("--labels", c.labels);
+  job.labels = c.labels;
   job.fixed_points = c.fixed_points;
   job.moving_points = c.moving_points;
   job.point_options = c.point_index.options();

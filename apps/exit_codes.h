@@ -1,4 +1,4 @@
-// The command line's exit codes (pipeline/exit_codes.h owns them) under the names the
+// The command line's exit codes (autoreg/runs/exit_codes.h owns them) under the names the
 // subcommands use, and the usage error that maps to 1.
 #pragma once
 

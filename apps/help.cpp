@@ -117,7 +117,9 @@ std::string cell(const std::string& text) {
 // The Python keyword of a registration setting's option ("" for the command's files and run).
 std::string python_keyword(const std::string& option) {
   for (const pipeline::SettingRow& row : pipeline::setting_rows()) {
-    if (row.option == option) return row.keyword;  // the command's own (--device, --affine-only) too
+    // The command's own (--device, --affine-only) too; a switch as the keyword's value it gives.
+    if (row.option != option) continue;
+    return row.switch_sets.empty() ? row.keyword : row.keyword + "=" + (row.switch_sets == "true" ? "True" : "False");
   }
   return "";
 }

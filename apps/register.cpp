@@ -46,22 +46,47 @@ struct RegisterCommand {
   bool json = false, strict = false;
 };
 
+// The rows of a list of pairs and its run (pipeline::BatchOptions).
+base::Schema<RegisterCommand> batch_rows() {
+  using B = pipeline::BatchOptions;
+  const auto run = [](base::SettingField<B> row) { return base::nested_row(row, &RegisterCommand::batch); };
+  return {
+      run(base::text_field<B>("pairs", "pairs", "FILE",
+                              "many pairs in one run: a CSV with columns fixed,moving and optionally moving_labels,"
+                              "fixed_labels,fixed_points,moving_points,fixed_mask,moving_mask,moving_contours,"
+                              "fixed_contours (instead of --fixed/--moving/--out-*)",
+                              &B::pairs_csv)),
+      run(base::text_field<B>("out_dir", "out-dir", "DIR",
+                              "with --pairs: the output folder (outputs named after the inputs, summary.csv, summary.json)",
+                              &B::out_dir)),
+      run(base::switch_field<B>("resume", "resume", "with --pairs: skip the pairs whose outputs are complete", &B::resume)),
+      run(base::text_field<B>("shard", "shard", "K/N",
+                              "with --pairs: register only shard K of N (rows i with i % N = K-1), writing "
+                              "summary.shard-K-of-N.csv/.json; default: a Slurm array's or Kubernetes indexed Job's index",
+                              &B::shard)),
+      run(base::switch_field<B>("merge", "merge",
+                                "with --pairs: write the run's summary files and index.html in --out-dir from its shards' "
+                                "summaries (registers nothing)",
+                                &B::merge)),
+      run(base::switch_field<B>("allow_missing", "allow-missing",
+                                "with --merge: list pairs that no shard registered as missing instead of refusing",
+                                &B::allow_missing))};
+}
+
 // The command's rows (base/schema.h), in the order --help lists them within a group.
 base::Schema<RegisterCommand> register_schema() {
   using C = RegisterCommand;
   using J = pipeline::RegisterJob;
-  using B = pipeline::BatchOptions;
   const auto file = [](const char* keyword, const char* option, const char* value_name, const char* help, std::string J::*m) {
     return base::nested_row(base::text_field<J>(keyword, option, value_name, help, m), &C::job);
   };
-  const auto run = [](base::SettingField<B> row) { return base::nested_row(row, &C::batch); };
   const auto orientation = [](const char* keyword, const char* option, const char* whose, std::string J::*m) {
     base::SettingField<J> row = base::text_field<J>(
         keyword, option, "CODE", std::string("override a wrong header: where the ") + whose + " voxel axes point, e.g. LIA", m);
     row.set = [m, o = "--" + std::string(option)](J& j, const std::string& t) { j.*m = checked_orientation(o, t); };
     return base::nested_row(row, &C::job);
   };
-  return {
+  base::Schema<C> rows{
       file("fixed", "fixed", "FILE", "fixed image", &J::fixed),
       file("moving", "moving", "FILE", "moving image", &J::moving),
       file("out_warped", "out-warped", "FILE|DIR/",
@@ -86,27 +111,9 @@ base::Schema<RegisterCommand> register_schema() {
            &J::fixed_mask),
       file("moving_mask", "moving-mask", "FILE",
            "a mask of the moving image (on its grid): only fixed voxels whose match lies inside it are compared",
-           &J::moving_mask),
-      run(base::text_field<B>("pairs", "pairs", "FILE",
-                              "many pairs in one run: a CSV with columns fixed,moving and optionally moving_labels,"
-                              "fixed_labels,fixed_points,moving_points,fixed_mask,moving_mask,moving_contours,"
-                              "fixed_contours (instead of --fixed/--moving/--out-*)",
-                              &B::pairs_csv)),
-      run(base::text_field<B>("out_dir", "out-dir", "DIR",
-                              "with --pairs: the output folder (outputs named after the inputs, summary.csv, summary.json)",
-                              &B::out_dir)),
-      run(base::switch_field<B>("resume", "resume", "with --pairs: skip the pairs whose outputs are complete", &B::resume)),
-      run(base::text_field<B>("shard", "shard", "K/N",
-                              "with --pairs: register only shard K of N (rows i with i % N = K-1), writing "
-                              "summary.shard-K-of-N.csv/.json; default: a Slurm array's or Kubernetes indexed Job's index",
-                              &B::shard)),
-      run(base::switch_field<B>("merge", "merge",
-                                "with --pairs: write the run's summary files and index.html in --out-dir from its shards' "
-                                "summaries (registers nothing)",
-                                &B::merge)),
-      run(base::switch_field<B>("allow_missing", "allow-missing",
-                                "with --merge: list pairs that no shard registered as missing instead of refusing",
-                                &B::allow_missing)),
+           &J::moving_mask)};
+  for (auto& row : batch_rows()) rows.push_back(std::move(row));
+  base::Schema<C> rest{
       file("moving_labels", "moving-labels", "FILE", "moving label map to warp", &J::moving_labels),
       file("out_labels", "out-labels", "FILE",
            "warped label map (of --moving-labels, or of the structures of --moving-contours, each its ROI number, with a "
@@ -135,7 +142,10 @@ base::Schema<RegisterCommand> register_schema() {
            "their checkerboard, the warped labels' outlines, the log Jacobian; with --pairs every pair gets one and "
            "index.html lists them worst first",
            &J::qc),
-      run(base::switch_field<B>("inverse", "inverse", "with --pairs: write each pair's inverse field too", &B::inverse)),
+      base::nested_row(base::switch_field<pipeline::BatchOptions>("inverse", "inverse",
+                                                                  "with --pairs: write each pair's inverse field too",
+                                                                  &pipeline::BatchOptions::inverse),
+                       &C::batch),
       base::switch_field<C>("affine_only", "affine-only", pipeline::setting_row("deformable").help, &C::affine_only),
       orientation("fixed_orientation", "fixed-orientation", "fixed image's", &J::fixed_orientation),
       orientation("moving_orientation", "moving-orientation", "moving image's (and labels')", &J::moving_orientation),
@@ -150,6 +160,8 @@ base::Schema<RegisterCommand> register_schema() {
                             "scans show, an affine beyond the preset's limits, folding over 1 %); the outputs are written "
                             "either way; with --pairs, when it warns on any pair that did not fail (failures give 5 first)",
                             &C::strict)};
+  for (auto& row : rest) rows.push_back(std::move(row));
+  return rows;
 }
 
 // "wrote W, F and L": the outputs asked for, in the order of the options.
@@ -272,7 +284,7 @@ int run_register(int argc, char** argv) {
   pipeline::RegisterJob& p = c.job;
   if (!p.qc.empty() && !ends_with_png(p.qc)) throw UsageError("--qc writes a PNG picture: give a name ending in .png");
   check_given(options, p);
-  const bool batch = !c.batch.pairs_csv.empty();
+  const bool batch = options.given("pairs");
   pipeline::RegistrationSettings s = registration.settings(device.value());
   s.deformable = !c.affine_only;
   if (batch && c.batch.merge) {

@@ -39,14 +39,6 @@ class SchemaArgs {
     return false;
   }
 
-  // What only a command line can say wrongly about running on many processes (the
-  // scale-out rows of train, search and template): --max-restarts without --nproc.
-  void check_scale_out() const {
-    if (given("max-restarts") && !given("nproc")) {
-      throw base::UsageError("--max-restarts needs --nproc (under torchrun: --max-restarts of torchrun)");
-    }
-  }
-
   // `s` with every option given on the command line set through its row.
   S settings(S s) const {
     for (size_t i = 0; i < schema_.size(); ++i) {
@@ -61,5 +53,14 @@ class SchemaArgs {
   base::Schema<S> schema_;
   std::vector<std::unique_ptr<TCLAP::Arg>> args_;
 };
+
+// What only a command line can say wrongly about running on many processes (the
+// scale-out rows of train, search and template): --max-restarts without --nproc.
+template <typename S>
+void check_scale_out(const SchemaArgs<S>& given) {
+  if (given.given("max-restarts") && !given.given("nproc")) {
+    throw base::UsageError("--max-restarts needs --nproc (under torchrun: --max-restarts of torchrun)");
+  }
+}
 
 }  // namespace autoreg::apps

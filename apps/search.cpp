@@ -35,7 +35,7 @@ int run_search(int argc, char** argv) {
   cmd.setExceptionHandling(false);
   parse(cmd, argc, argv);
   // What only a command line can say wrongly; the values are pipeline::validate's.
-  options.check_scale_out();
+  check_scale_out(options);
   const pipeline::SearchSettings s = options.settings(defaults);
   if (s.scale.nproc == 0 && s.threads > 0) at::set_num_threads(s.threads);  // a supervisor's ranks get theirs
   pipeline::install_stop_handlers();

@@ -32,7 +32,7 @@ int run_template(int argc, char** argv) {
   DeviceArg device(cmd);
   cmd.setExceptionHandling(false);
   parse(cmd, argc, argv);
-  options.check_scale_out();
+  check_scale_out(options);
   pipeline::TemplateSettings s = options.settings(defaults);
   s.registration = registration.settings(device.value());
   s.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };

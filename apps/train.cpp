@@ -42,7 +42,7 @@ int run_train(int argc, char** argv) {
   if (options.given("objective") && (options.given("similarity") || options.given("lambda"))) {
     throw UsageError("--objective replaces --similarity and --lambda");
   }
-  options.check_scale_out();
+  check_scale_out(options);
   const pipeline::TrainSettings s = options.settings(defaults);
   if (s.scale.nproc == 0 && s.run.threads > 0) at::set_num_threads(s.run.threads);  // a supervisor's ranks get theirs
   pipeline::install_stop_handlers();

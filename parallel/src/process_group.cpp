@@ -1,4 +1,3 @@
-#include "autoreg/base/names.h"
 #include "autoreg/parallel/process_group.h"
 
 #include <ATen/ATen.h>
@@ -13,6 +12,7 @@
 #include <stdexcept>
 #include <utility>
 
+#include "autoreg/base/names.h"
 #include "autoreg/ops.h"
 
 namespace autoreg::parallel {

@@ -138,14 +138,18 @@ def model_inputs(fixed, moving, model: str = "default", affine=None) -> dict:
     return {"fixed": torch.from_numpy(r["fixed"]), "moving": torch.from_numpy(r["moving"]), "frame": r["frame"]}
 
 
-def pack(manifest, out, **settings) -> dict:
+def pack(manifest, out, *, grid=None, spacing: float = 2.0, unet: bool = False, cache=None,
+         max_unreadable: float = 0.0) -> dict:
     """A manifest's train, val and atlas rows preprocessed as training does and written
-    as one training set file ``out``, as ``autoreg pack`` does (the same library job, its
-    keywords read by the rows its options come from). Returns the counts of training and
-    validation subjects, whether an atlas is in it, the grid, the spacing and the file's
-    size in bytes. A bad value raises autoreg.SettingsError with the command line's
+    as one training set file ``out``, as ``autoreg pack`` does (the same library job, the
+    keywords read by the rows its options come from: ``grid`` (D, H, W), ``spacing``,
+    ``unet``, ``cache``, ``max_unreadable``, listed below). Returns the counts of training
+    and validation subjects, whether an atlas is in it, the grid, the spacing and the
+    file's size in bytes. A bad value raises autoreg.SettingsError with the command line's
     message.
     """
+    settings = {"grid": None if grid is None else [int(g) for g in grid], "spacing": float(spacing), "unet": bool(unet),
+                "cache": None if cache is None else os.fspath(cache), "max_unreadable": float(max_unreadable)}
     return _autoreg.pack(os.fspath(manifest), os.fspath(out), settings)
 
 

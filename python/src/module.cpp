@@ -151,6 +151,7 @@ py::tuple network_forward(const std::string& model_file, const FloatArray& movin
 // on it (the moving one through `affine`, fixed → moving points, identity when None).
 py::dict model_inputs(const FloatArray& fixed, const py::dict& fixed_geometry, const FloatArray& moving,
                       const py::dict& moving_geometry, const std::string& model_file, const py::object& affine) {
+  if (model_file.empty()) throw base::UsageError("model: a model file (.autoreg) or 'default', not ''");
   pipeline::RegistrationSettings settings;  // register's defaults with the model, translated as register does
   settings.model = model_file;
   const pipeline::PairOptions o = pipeline::pair_options(settings);

@@ -218,6 +218,20 @@ def test_pack_writes_the_command_lines_training_set(pair_files, tmp_path):
         autoreg.pack(manifest, tmp_path / "bad.trainset", spacing=0)
 
 
+def test_packs_keywords_are_the_rows_keywords():
+    # autoreg.pack's keyword-only parameters are exactly its job's optional rows (pack_schema()),
+    # each in the docstring: a row added without its keyword, or the reverse, fails here.
+    import inspect
+
+    from autoreg import _autoreg
+
+    rows = [r["keyword"] for r in _autoreg.pack_rows() if not r["required"]]
+    params = [p.name for p in inspect.signature(autoreg.pack).parameters.values() if p.kind == p.KEYWORD_ONLY]
+    assert params == rows
+    for keyword in rows:
+        assert f"``{keyword}``" in autoreg.pack.__doc__
+
+
 def test_every_setting_keyword_is_documented():
     # The keywords settings_of takes (python/src/settings.h), each named in the docstring.
     keywords = [row["keyword"] for row in autoreg._autoreg.settings_table()]

@@ -279,48 +279,6 @@ TEST(AdaptSettings, TheCommandLineAndItsChecks) {
   EXPECT_THROW(pipeline::validate(bad), base::UsageError);
 }
 
-// The adapt job's schema: every setting off its default written by to_arguments and read
-// back through the rows gives the same settings (what the command line does with them).
-TEST(AdaptSettings, EverySettingReadsBackThroughItsRow) {
-  pipeline::AdaptSettings s;
-  s.model = "base.autoreg";
-  s.manifest = "site.csv";
-  s.out = "adapted.autoreg";
-  s.method = pipeline::AdaptMethod::Finetune;
-  s.steps = 7;
-  s.learning_rate = 3e-4;
-  s.checkpoint_every = 3;
-  s.validate_every = 5;
-  s.run = {"cache/", "log.jsonl", "cuda", 3, 9, true};
-  const Words w = pipeline::to_arguments(s);
-  pipeline::AdaptSettings back;
-  const auto& schema = pipeline::adapt_schema();
-  for (size_t i = 1; i < w.size(); ++i) {
-    const auto row = std::find_if(schema.begin(), schema.end(), [&](const auto& f) { return "--" + f.option == w[i]; });
-    ASSERT_NE(row, schema.end()) << w[i];
-    row->set(back, row->switch_option() ? row->switch_sets : w[++i]);
-  }
-  EXPECT_EQ(back.model, s.model);
-  EXPECT_EQ(back.method, s.method);
-  EXPECT_EQ(back.steps, 7);
-  EXPECT_EQ(back.learning_rate, s.learning_rate);
-  EXPECT_EQ(back.checkpoint_every, 3);
-  EXPECT_EQ(back.validate_every, 5);
-  EXPECT_EQ(back.run.cache, "cache/");
-  EXPECT_EQ(back.run.log, "log.jsonl");
-  EXPECT_EQ(back.run.device, "cuda");
-  EXPECT_EQ(back.run.threads, 3);
-  EXPECT_EQ(back.run.seed, 9u);
-  EXPECT_TRUE(back.run.resume);
-  // A value a row does not read names its option.
-  try {
-    schema[4].set(back, "seven");
-    FAIL() << "no error";
-  } catch (const base::UsageError& e) {
-    EXPECT_STREQ(e.what(), "--steps must be a whole number, got 'seven'");
-  }
-}
-
 // Every job's schema: no option or keyword twice, and settings off their defaults
 // written as a command line (what the supervisor's ranks and the search's watcher run)
 // read back through the rows to the same command line.
@@ -349,6 +307,43 @@ void expect_rows_read_back(const std::string& job, const base::Schema<S>& schema
   EXPECT_EQ(base::arguments(job, schema, read_through_rows(schema, w)), w) << job;
 }
 
+// The adapt job's schema: every setting off its default written by to_arguments and read
+// back through the rows gives the same settings (what the command line does with them).
+TEST(AdaptSettings, EverySettingReadsBackThroughItsRow) {
+  pipeline::AdaptSettings s;
+  s.model = "base.autoreg";
+  s.manifest = "site.csv";
+  s.out = "adapted.autoreg";
+  s.method = pipeline::AdaptMethod::Finetune;
+  s.steps = 7;
+  s.learning_rate = 3e-4;
+  s.checkpoint_every = 3;
+  s.validate_every = 5;
+  s.run = {"cache/", "log.jsonl", "cuda", 3, 9, true};
+  const Words w = pipeline::to_arguments(s);
+  const auto& schema = pipeline::adapt_schema();
+  pipeline::AdaptSettings back = read_through_rows(schema, w);
+  EXPECT_EQ(back.model, s.model);
+  EXPECT_EQ(back.method, s.method);
+  EXPECT_EQ(back.steps, 7);
+  EXPECT_EQ(back.learning_rate, s.learning_rate);
+  EXPECT_EQ(back.checkpoint_every, 3);
+  EXPECT_EQ(back.validate_every, 5);
+  EXPECT_EQ(back.run.cache, "cache/");
+  EXPECT_EQ(back.run.log, "log.jsonl");
+  EXPECT_EQ(back.run.device, "cuda");
+  EXPECT_EQ(back.run.threads, 3);
+  EXPECT_EQ(back.run.seed, 9u);
+  EXPECT_TRUE(back.run.resume);
+  // A value a row does not read names its option.
+  try {
+    schema[4].set(back, "seven");
+    FAIL() << "no error";
+  } catch (const base::UsageError& e) {
+    EXPECT_STREQ(e.what(), "--steps must be a whole number, got 'seven'");
+  }
+}
+
 TEST(JobSchemas, EveryJobsSettingsReadBackThroughTheirRows) {
   pipeline::SearchSettings sr;
   sr.manifest = "data.csv";
@@ -372,7 +367,6 @@ TEST(JobSchemas, EveryJobsSettingsReadBackThroughTheirRows) {
   sr.evaluate = sr.resume = true;
   sr.scale.collective_timeout_s = 30;
   expect_rows_read_back("search", pipeline::search_schema(), sr);
-  EXPECT_EQ(pipeline::to_arguments(sr), base::arguments("search", pipeline::search_schema(), sr));
   EXPECT_EQ(value_of(pipeline::to_arguments(sr), "--arch-path"), "sampled");
   EXPECT_EQ(value_of(pipeline::to_arguments(sr), "--objective-scale"), "free");
 

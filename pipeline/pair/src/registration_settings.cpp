@@ -1,4 +1,3 @@
-#include "autoreg/base/names.h"
 #include "autoreg/pair/registration_settings.h"
 
 #include <algorithm>
@@ -7,6 +6,7 @@
 #include <functional>
 #include <stdexcept>
 
+#include "autoreg/base/names.h"
 #include "autoreg/pair/option_values.h"
 #include "autoreg/registration/regularization.h"
 #include "autoreg/registration/similarity.h"
@@ -116,18 +116,14 @@ void apply_preset(const std::string& name, RegistrationSettings& s) {
 namespace {
 
 // The similarity's and the regularizer's names, as the command line refuses others.
-template <typename Table>
-void check_name(const Table& table, const char* option, const std::string& name) {
-  if (!table.contains(name)) throw SettingsError(std::string(option) + " must be " + table.allowed() + ", got '" + name + "'");
-}
-void check_similarity(const std::string& name) { check_name(registration::kSimilarityNames, "--similarity", name); }
-void check_regularizer(const std::string& name) { check_name(registration::kRegularizerNames, "--regularizer", name); }
+void check_similarity(const std::string& name) { base::check_choice("similarity", registration::kSimilarityNames, name); }
+void check_regularizer(const std::string& name) { base::check_choice("regularizer", registration::kRegularizerNames, name); }
 
 }  // namespace
 
 void validate(const RegistrationSettings& s) {
   check_similarity(s.similarity);
-  check_name(base::kDeviceNames, "--device", s.device);
+  base::check_choice("device", base::kDeviceNames, s.device);
   if (!s.affine && !s.deformable) {
     throw SettingsError("--affine-only and --no-affine exclude each other (neither the affine nor the deformable stage is on)");
   }

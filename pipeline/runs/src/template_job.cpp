@@ -279,6 +279,11 @@ nlohmann::json build_on(const TemplateSettings& s, const Ranks& ranks) {
     }
     templ = iterate(s, t, templ, subjects, o, ranks, iterations);
     last_update_mm = iterations.back()["update_mm"].get<double>();
+    if (s.converged_mm > 0) {  // rank 0's, so that ranks whose arithmetic differs in the last bits stop together
+      std::vector<at::Tensor> shared{at::full({1}, last_update_mm, at::kDouble)};
+      ranks.from_lead(shared);
+      last_update_mm = shared[0].item<double>();
+    }
     if (s.after_checkpoint) s.after_checkpoint(t);
   }
   const Round final_round = detail::register_all(templ, subjects, o, true, "final registrations", s, ranks);

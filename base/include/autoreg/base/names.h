@@ -71,7 +71,8 @@ struct NameTable {
 namespace autoreg::base {
 
 // Where a computation runs, as --device, the settings, Python and the ITK filter name it.
-// Every check of a device name is this table's (ops::parse_device adds whether CUDA is there).
+// Every check of a device name above ops/ is this table's (ops::parse_device, in a room
+// that may not use base/, checks the two names itself and whether CUDA is there).
 enum class DeviceKind { Cpu, Cuda };
 inline constexpr NameTable<DeviceKind, 2> kDeviceNames{"--device", {{{DeviceKind::Cpu, "cpu"}, {DeviceKind::Cuda, "cuda"}}}};
 

@@ -9,7 +9,10 @@
 #pragma once
 
 #include <cstdint>
-#include <cstdio>
+#include <algorithm>
+#include <limits>
+#include <tuple>
+#include <utility>
 #include <cstdlib>
 #include <functional>
 #include <optional>
@@ -113,10 +116,20 @@ inline double real_number(const std::string& option, const std::string& text) {
   return value;
 }
 
+// [least, most] within T's own range (an int is not given 2^32 + 1 to read as 1).
+template <typename T>
+std::pair<int64_t, int64_t> within_type(int64_t least, int64_t most) {
+  const int64_t low = std::is_signed_v<T> ? int64_t(std::numeric_limits<T>::min()) : 0;
+  const int64_t high = (std::is_signed_v<T> || sizeof(T) < sizeof(int64_t)) ? int64_t(std::numeric_limits<T>::max())
+                                                                            : std::numeric_limits<int64_t>::max();
+  return {std::max(least, low), std::min(most, high)};
+}
+
 template <typename S, typename T>
 SettingField<S> whole_field(std::string keyword, std::string option, std::string value_name, std::string help,
                             T S::*member, int64_t least = -kUnbounded, int64_t most = kUnbounded) {
   const std::string o = option;
+  std::tie(least, most) = within_type<T>(least, most);
   SettingField<S> f{std::move(keyword), std::move(option), std::move(value_name), std::move(help),
                     [member](const S& s) { return std::to_string(s.*member); },
                     [member, o, least, most](S& s, const std::string& t) { s.*member = T(whole_number(o, t, least, most)); }};
@@ -170,16 +183,22 @@ SettingField<S> switch_field(std::string keyword, std::string option, std::strin
   return boolean_switch(std::move(keyword), std::move(option), std::move(help), member, true);
 }
 
-// One of a choice's names (base/names.h), parsed and written by its one table;
-// "--option must be 'a' or 'b', got 'x'".
+// `text` when it is one of `table`'s names; "--option must be 'a' or 'b', got 'x'" otherwise.
+template <typename E, std::size_t N>
+void check_choice(const std::string& option, const NameTable<E, N>& table, const std::string& text) {
+  if (!table.contains(text)) throw UsageError("--" + option + " must be " + table.allowed() + ", got '" + text + "'");
+}
+
+// One of a choice's names (base/names.h), parsed and written by its one table (copied
+// into the row: a table is a small literal).
 template <typename S, typename E, std::size_t N>
 SettingField<S> choice_field(std::string keyword, std::string option, std::string help, const NameTable<E, N>& table,
                              E S::*member) {
   const std::string o = option;
   return {std::move(keyword), std::move(option), table.joined(), std::move(help),
-          [member, &table](const S& s) { return std::string(table.name(s.*member)); },
-          [member, &table, o](S& s, const std::string& t) {
-            if (!table.contains(t)) throw UsageError("--" + o + " must be " + table.allowed() + ", got '" + t + "'");
+          [member, table](const S& s) { return std::string(table.name(s.*member)); },
+          [member, table, o](S& s, const std::string& t) {
+            check_choice(o, table, t);
             s.*member = table.parse(t);
           }};
 }
@@ -189,7 +208,7 @@ template <typename S>
 SettingField<S> device_field(std::string help, std::string S::*member) {
   return {"device", "device", kDeviceNames.joined(), std::move(help), [member](const S& s) { return s.*member; },
           [member](S& s, const std::string& t) {
-            if (!kDeviceNames.contains(t)) throw UsageError("--device must be " + kDeviceNames.allowed() + ", got '" + t + "'");
+            check_choice("device", kDeviceNames, t);
             s.*member = t;
           }};
 }
@@ -207,8 +226,13 @@ SettingField<S> optional_field(std::string keyword, std::string option, std::str
                       else return exact_text(double(*(s.*member)));
                     },
                     [member, o, least](S& s, const std::string& t) {
-                      if constexpr (std::is_integral_v<T>) s.*member = T(whole_number(o, t, least));
-                      else s.*member = T(real_number(o, t));
+                      if constexpr (std::is_integral_v<T>) {
+                        const auto [low, high] = within_type<T>(least, kUnbounded);
+                        s.*member = T(whole_number(o, t, low, high));
+                      }
+                      else {
+                        s.*member = T(real_number(o, t));
+                      }
                     }};
   f.kind = std::is_integral_v<T> ? SettingKind::Whole : SettingKind::Number;
   return f;

@@ -53,8 +53,8 @@ struct SearchSettings {
 // A base::UsageError naming the option when the settings cannot search.
 void validate(const SearchSettings& s);
 
-// The rows of the settings (base/schema.h): `search`'s options, its --json record,
-// Python's keywords and docs/cli.md's table are made from them.
+// The rows of the settings (base/schema.h): `search`'s options, the command line its
+// ranks and watcher run, and docs/options.md's table are made from them.
 const base::Schema<SearchSettings>& search_schema();
 
 // `search` and the options that parse back into `s` (without --nproc and --max-restarts):
