@@ -106,50 +106,51 @@ void print(const nlohmann::json& r, const std::string& format) {
 
 // What `evaluate` is given: label maps, points or structure sets to score, and how to print.
 struct EvaluateCommand {
-  std::string fixed_labels, warped_labels, field;
-  std::vector<int64_t> labels;  // none: every label present but 0
-  std::string fixed_points, moving_points;
+  pipeline::EvaluateJob job;  // its point_options from point_index
   PointIndex point_index;
-  std::string fixed_contours, warped_contours, series;
   bool json = false, csv = false;
 };
 
 base::Schema<EvaluateCommand> evaluate_schema() {
   using C = EvaluateCommand;
-  base::Schema<C> rows{
-      base::text_field<C>("fixed_labels", "fixed-labels", "FILE", "fixed image's label map", &C::fixed_labels),
-      base::text_field<C>("warped_labels", "warped-labels", "FILE", "moving label map warped onto the fixed grid",
-                          &C::warped_labels),
-      base::text_field<C>("field", "field", "FILE",
+  using J = pipeline::EvaluateJob;
+  base::Schema<J> files{
+      base::text_field<J>("fixed_labels", "fixed-labels", "FILE", "fixed image's label map", &J::fixed_labels),
+      base::text_field<J>("warped_labels", "warped-labels", "FILE", "moving label map warped onto the fixed grid",
+                          &J::warped_labels),
+      base::text_field<J>("field", "field", "FILE",
                           "displacement field (fixed grid, LPS mm): report folding, and carry --fixed-points into the "
                           "moving image",
-                          &C::field),
+                          &J::field),
       {"labels", "labels", "LIST", "labels to evaluate, e.g. 2,4,17 (default: all present but 0)",
-       [](const C& c) {
+       [](const J& c) {
          std::string text;
          for (int64_t l : c.labels) text += (text.empty() ? "" : ",") + std::to_string(l);
          return text;
        },
-       [](C& c, const std::string& t) {  // a usage error before any reading; "": every label
+       [](J& c, const std::string& t) {  // a usage error before any reading; "": every label
          c.labels = t.empty() ? std::vector<int64_t>() : parse_int_list("--labels", t);
        }},
-      base::text_field<C>("fixed_points", "fixed-points", "FILE",
+      base::text_field<J>("fixed_points", "fixed-points", "FILE",
                           "landmarks of the fixed image (.csv LPS as ANTs, elastix .txt/.pts, .vtk, Slicer "
                           ".fcsv/.mrk.json, or a voxel-index list)",
-                          &C::fixed_points),
-      base::text_field<C>("moving_points", "moving-points", "FILE",
-                          "the same landmarks, in the same order, in the moving image", &C::moving_points)};
-  for (const auto& row : point_index_schema()) rows.push_back(base::nested_row(row, &C::point_index));
-  base::Schema<C> rest{
-      base::text_field<C>("fixed_contours", "fixed-contours", "RS.dcm",
+                          &J::fixed_points),
+      base::text_field<J>("moving_points", "moving-points", "FILE",
+                          "the same landmarks, in the same order, in the moving image", &J::moving_points)};
+  base::Schema<C> rows = base::nested(files, &C::job);
+  for (auto& row : base::nested(point_index_schema(), &C::point_index)) rows.push_back(std::move(row));
+  base::Schema<J> contours{
+      base::text_field<J>("fixed_contours", "fixed-contours", "RS.dcm",
                           "an RT Structure Set drawn on the DICOM series --series (the expert's): the reference",
-                          &C::fixed_contours),
-      base::text_field<C>("warped_contours", "warped-contours", "RS.dcm",
+                          &J::fixed_contours),
+      base::text_field<J>("warped_contours", "warped-contours", "RS.dcm",
                           "an RT Structure Set on the same series (carried by register --out-contours or apply "
                           "--contours): each structure's Dice and HD95 against the reference's of the same name",
-                          &C::warped_contours),
-      base::text_field<C>("series", "series", "DIR",
-                          "with --fixed-contours: the DICOM series folder both structure sets are drawn on", &C::series),
+                          &J::warped_contours),
+      base::text_field<J>("series", "series", "DIR",
+                          "with --fixed-contours: the DICOM series folder both structure sets are drawn on", &J::series)};
+  for (auto& row : base::nested(contours, &C::job)) rows.push_back(std::move(row));
+  base::Schema<C> rest{
       base::switch_field<C>("json", "json", "print JSON (with each point's error)", &C::json),
       base::switch_field<C>("csv", "csv", "print CSV", &C::csv)};
   for (auto& row : rest) rows.push_back(std::move(row));
@@ -157,9 +158,10 @@ base::Schema<EvaluateCommand> evaluate_schema() {
 }
 
 // What only the command line can say wrongly: the inputs that go together, one table for CSV.
-void check_given(const EvaluateCommand& c) {
+void check_given(const EvaluateCommand& command) {
+  const pipeline::EvaluateJob& c = command.job;
   const bool labels = !c.fixed_labels.empty(), points = !c.fixed_points.empty(), contours = !c.fixed_contours.empty();
-  if (c.json && c.csv) throw UsageError("--json and --csv exclude each other");
+  if (command.json && command.csv) throw UsageError("--json and --csv exclude each other");
   if (labels != !c.warped_labels.empty()) throw UsageError("--fixed-labels and --warped-labels go together");
   if (points != !c.moving_points.empty()) throw UsageError("--fixed-points and --moving-points go together");
   if (contours != !c.warped_contours.empty() || contours != !c.series.empty()) {
@@ -169,10 +171,10 @@ void check_given(const EvaluateCommand& c) {
     throw UsageError("nothing to evaluate: give --fixed-labels and --warped-labels, --fixed-points and --moving-points, "
                      "or --fixed-contours, --warped-contours and --series");
   }
-  if (c.csv && int(labels) + int(points) + int(contours) > 1) {
+  if (command.csv && int(labels) + int(points) + int(contours) > 1) {
     throw UsageError("--csv prints one table: labels, points or structures");
   }
-  if (c.csv && points && c.field.empty()) throw UsageError("--csv of points needs --field (the errors after)");
+  if (command.csv && points && c.field.empty()) throw UsageError("--csv of points needs --field (the errors after)");
 }
 
 }  // namespace
@@ -183,20 +185,10 @@ int run_evaluate(int argc, char** argv) {
   const SchemaArgs<EvaluateCommand> options(cmd, evaluate_schema(), EvaluateCommand{});
   cmd.setExceptionHandling(false);
   parse(cmd, argc, argv);
-  const EvaluateCommand c = options.settings(EvaluateCommand{});
+  EvaluateCommand c = options.settings(EvaluateCommand{});
   check_given(c);
-  pipeline::EvaluateJob job;
-  job.fixed_labels = c.fixed_labels;
-  job.warped_labels = c.warped_labels;
-  job.field = c.field;
-  job.labels = c.labels;
-  job.fixed_points = c.fixed_points;
-  job.moving_points = c.moving_points;
-  job.point_options = c.point_index.options();
-  job.fixed_contours = c.fixed_contours;
-  job.warped_contours = c.warped_contours;
-  job.series = c.series;
-  print(pipeline::evaluate_files(job), c.json ? "json" : (c.csv ? "csv" : "text"));
+  c.job.point_options = c.point_index.options();
+  print(pipeline::evaluate_files(c.job), c.json ? "json" : (c.csv ? "csv" : "text"));
   return kOk;
 }
 

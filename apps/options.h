@@ -14,6 +14,7 @@
 #include "autoreg/pair/option_values.h"
 #include "autoreg/pair/output_files.h"
 #include "autoreg/pair/qc_picture.h"
+#include "autoreg/pair/register_job.h"
 #include "autoreg/pair/register_pair.h"
 #include "autoreg/registration/model_file.h"
 #include "exit_codes.h"
@@ -24,16 +25,7 @@ using pipeline::parse_int_list;
 
 using pipeline::refuse_overwrite;
 
-// An orientation code (e.g. LIA) checked for use with io::with_orientation; "" passes.
-inline std::string checked_orientation(const std::string& option, const std::string& code) {
-  if (code.empty()) return code;
-  try {
-    io::with_orientation(io::Geometry{}, code);
-  } catch (const std::invalid_argument& e) {
-    throw UsageError(option + ": " + e.what());
-  }
-  return code;
-}
+using pipeline::checked_orientation;  // an orientation code (e.g. LIA) checked (register_job.h)
 
 using pipeline::parse_grid;  // "96x112x96" → {96, 112, 96} (option_values.h)
 

@@ -46,121 +46,21 @@ struct RegisterCommand {
   bool json = false, strict = false;
 };
 
-// The rows of a list of pairs and its run (pipeline::BatchOptions).
-base::Schema<RegisterCommand> batch_rows() {
-  using B = pipeline::BatchOptions;
-  const auto run = [](base::SettingField<B> row) { return base::nested_row(row, &RegisterCommand::batch); };
-  return {
-      run(base::text_field<B>("pairs", "pairs", "FILE",
-                              "many pairs in one run: a CSV with columns fixed,moving and optionally moving_labels,"
-                              "fixed_labels,fixed_points,moving_points,fixed_mask,moving_mask,moving_contours,"
-                              "fixed_contours (instead of --fixed/--moving/--out-*)",
-                              &B::pairs_csv)),
-      run(base::text_field<B>("out_dir", "out-dir", "DIR",
-                              "with --pairs: the output folder (outputs named after the inputs, summary.csv, summary.json)",
-                              &B::out_dir)),
-      run(base::switch_field<B>("resume", "resume", "with --pairs: skip the pairs whose outputs are complete", &B::resume)),
-      run(base::text_field<B>("shard", "shard", "K/N",
-                              "with --pairs: register only shard K of N (rows i with i % N = K-1), writing "
-                              "summary.shard-K-of-N.csv/.json; default: a Slurm array's or Kubernetes indexed Job's index",
-                              &B::shard)),
-      run(base::switch_field<B>("merge", "merge",
-                                "with --pairs: write the run's summary files and index.html in --out-dir from its shards' "
-                                "summaries (registers nothing)",
-                                &B::merge)),
-      run(base::switch_field<B>("allow_missing", "allow-missing",
-                                "with --merge: list pairs that no shard registered as missing instead of refusing",
-                                &B::allow_missing))};
-}
-
-// The command's rows (base/schema.h), in the order --help lists them within a group.
+// The command's rows: the pair's files (register_job_schema), the run over a pairs
+// file (batch_schema) and the command's own switches.
 base::Schema<RegisterCommand> register_schema() {
   using C = RegisterCommand;
-  using J = pipeline::RegisterJob;
-  const auto file = [](const char* keyword, const char* option, const char* value_name, const char* help, std::string J::*m) {
-    return base::nested_row(base::text_field<J>(keyword, option, value_name, help, m), &C::job);
-  };
-  const auto orientation = [](const char* keyword, const char* option, const char* whose, std::string J::*m) {
-    base::SettingField<J> row = base::text_field<J>(
-        keyword, option, "CODE", std::string("override a wrong header: where the ") + whose + " voxel axes point, e.g. LIA", m);
-    row.set = [m, o = "--" + std::string(option)](J& j, const std::string& t) { j.*m = checked_orientation(o, t); };
-    return base::nested_row(row, &C::job);
-  };
-  base::Schema<C> rows{
-      file("fixed", "fixed", "FILE", "fixed image", &J::fixed),
-      file("moving", "moving", "FILE", "moving image", &J::moving),
-      file("out_warped", "out-warped", "FILE|DIR/",
-           "moving image on the fixed grid; a name ending in / (with a DICOM series as --fixed): a new CT series in that "
-           "folder, on the fixed series' geometry and frame of reference, in HU",
-           &J::out_warped),
-      file("out_field", "out-field", "FILE",
-           "displacement field, affine and deformable together (LPS mm, fixed grid; .h5: ITK DisplacementFieldTransform)",
-           &J::out_field),
-      file("fixed_labels", "fixed-labels", "FILE",
-           "the fixed image's label map: the summary reports the warped labels' mean Dice over its labels", &J::fixed_labels),
-      file("fixed_points", "fixed-points", "FILE",
-           "landmarks of the fixed image (.csv LPS as ANTs, elastix .txt/.pts, .vtk, Slicer .fcsv/.mrk.json): with "
-           "--moving-points, the summary reports their TRE (mm) after registration",
-           &J::fixed_points),
-      file("moving_points", "moving-points", "FILE", "the same landmarks, in the same order, in the moving image",
-           &J::moving_points),
-      file("fixed_mask", "fixed-mask", "FILE",
-           "a mask of the fixed image (non-zero inside, on its grid): only the voxels inside it are compared "
-           "(cost-function masking, as ANTs -x), in the affine, instance optimisation and --refine; the field covers the "
-           "whole grid",
-           &J::fixed_mask),
-      file("moving_mask", "moving-mask", "FILE",
-           "a mask of the moving image (on its grid): only fixed voxels whose match lies inside it are compared",
-           &J::moving_mask)};
-  for (auto& row : batch_rows()) rows.push_back(std::move(row));
-  base::Schema<C> rest{
-      file("moving_labels", "moving-labels", "FILE", "moving label map to warp", &J::moving_labels),
-      file("out_labels", "out-labels", "FILE",
-           "warped label map (of --moving-labels, or of the structures of --moving-contours, each its ROI number, with a "
-           "table FILE.csv of label, name and colour)",
-           &J::out_labels),
-      file("moving_contours", "moving-contours", "RS.dcm",
-           "an RT Structure Set (RTSTRUCT .dcm) drawn on the moving DICOM series (--moving: its folder): its structures "
-           "are carried onto the fixed series; --out-contours writes them",
-           &J::moving_contours),
-      file("fixed_contours", "fixed-contours", "RS.dcm",
-           "the RT Structure Set drawn on the fixed DICOM series: the summary reports each carried structure's Dice "
-           "against the one of the same name (or the same but for its last _ part)",
-           &J::fixed_contours),
-      file("out_contours", "out-contours", "RS.dcm",
-           "with --moving-contours: a new RT Structure Set on the fixed DICOM series (--fixed: its folder), the "
-           "structures carried by the registration",
-           &J::out_contours),
-      file("out_affine", "out-affine", "FILE", "the affine alone, as an ITK transform file (.tfm, .txt, .mat, .h5)",
-           &J::out_affine),
-      file("out_inverse_field", "out-inverse-field", "FILE",
-           "the inverse map, on the moving grid (LPS mm, like --out-field): the velocities integrated backwards and the "
-           "affine inverted; `autoreg apply` carries fixed-grid images onto the moving grid with it",
-           &J::out_inverse_field),
-      file("qc", "qc", "FILE.png",
-           "a picture to check the result (PNG): three orthogonal slices of the fixed image, the warped moving one, "
-           "their checkerboard, the warped labels' outlines, the log Jacobian; with --pairs every pair gets one and "
-           "index.html lists them worst first",
-           &J::qc),
-      base::nested_row(base::switch_field<pipeline::BatchOptions>("inverse", "inverse",
-                                                                  "with --pairs: write each pair's inverse field too",
-                                                                  &pipeline::BatchOptions::inverse),
-                       &C::batch),
+  base::Schema<C> rows = base::nested(pipeline::register_job_schema(), &C::job);
+  for (auto& row : base::nested(pipeline::batch_schema(), &C::batch)) rows.push_back(std::move(row));
+  base::Schema<C> own{
       base::switch_field<C>("affine_only", "affine-only", pipeline::setting_row("deformable").help, &C::affine_only),
-      orientation("fixed_orientation", "fixed-orientation", "fixed image's", &J::fixed_orientation),
-      orientation("moving_orientation", "moving-orientation", "moving image's (and labels')", &J::moving_orientation),
-      base::nested_row(base::switch_field<J>("force", "force",
-                                             "resample a label map or mask that is not on its image's grid (nearest "
-                                             "neighbour)",
-                                             &J::force),
-                       &C::job),
       base::switch_field<C>("json", "json", "print a JSON summary", &C::json),
       base::switch_field<C>("strict", "strict",
                             "exit with code 6 when a failure check warns (the result worse than the start on what both "
                             "scans show, an affine beyond the preset's limits, folding over 1 %); the outputs are written "
                             "either way; with --pairs, when it warns on any pair that did not fail (failures give 5 first)",
                             &C::strict)};
-  for (auto& row : rest) rows.push_back(std::move(row));
+  for (auto& row : own) rows.push_back(std::move(row));
   return rows;
 }
 

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <string>
 
+#include "autoreg/base/schema.h"
 #include "autoreg/io/points.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/pair/contours_job.h"
@@ -92,5 +93,11 @@ nlohmann::json register_inputs(RegisterJob job, PairInputs in, StageTimes& times
 // read (the "read" stage of `times`), then register_inputs. Throws io::IoError naming
 // the file for bad input.
 nlohmann::json register_files(const RegisterJob& job, StageTimes& times);
+
+// The rows of a pair's files (base/schema.h): `register`'s options for them.
+const base::Schema<RegisterJob>& register_job_schema();
+// An orientation code (e.g. LIA) checked for io::with_orientation; "" passes. A
+// base::UsageError naming `option` otherwise.
+std::string checked_orientation(const std::string& option, const std::string& code);
 
 }  // namespace autoreg::pipeline

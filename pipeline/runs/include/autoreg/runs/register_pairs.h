@@ -38,4 +38,7 @@ struct PairsOutcome {
 };
 PairsOutcome run_pairs(RegisterJob base, const BatchOptions& batch);
 
+// The rows of BatchOptions (base/schema.h): `register`'s --pairs options.
+const base::Schema<BatchOptions>& batch_schema();
+
 }  // namespace autoreg::pipeline
