@@ -1,5 +1,5 @@
 // autoreg adapt --model M|default --manifest target.csv --out adapted.autoreg
-//               [--method ftm|finetune] [--steps N] [--lr R] [--validate-every N]
+//               [--method ftm|finetune] [--steps N] [--learning-rate R] [--validate-every N]
 //               [--checkpoint-every N] [--cache DIR] [--log FILE] [--threads T]
 //               [--device cpu|cuda] [--seed S] [--resume]
 //

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "autoreg/pair/registration_settings.h"
+#include "schema_args.h"
 
 namespace autoreg::apps {
 namespace {
@@ -94,7 +95,7 @@ std::string GroupedHelp::text(TCLAP::CmdLineInterface& cmd) const {
     std::string section;
     for (TCLAP::Arg* a : args) {
       const std::string& name = a->getName();
-      if (name.empty() || name == "ignore_rest" || name == "version" || name == "help") continue;
+      if (name.empty() || name == "ignore_rest" || name == "version" || name == "help" || is_alias(*a)) continue;
       if (help_group(name) != group) continue;
       section += std::string(kOptionCol, ' ') + option_form(*a) + "\n";
       section += name == "preset" ? preset_table() : wrapped(a->getDescription(), kHelpCol);
@@ -134,7 +135,7 @@ std::string GroupedHelp::markdown(TCLAP::CmdLineInterface& cmd) const {
     std::string rows;
     for (TCLAP::Arg* a : args) {
       const std::string& name = a->getName();
-      if (name.empty() || name == "ignore_rest" || name == "version" || name == "help") continue;
+      if (name.empty() || name == "ignore_rest" || name == "version" || name == "help" || is_alias(*a)) continue;
       if (help_group(name) != group) continue;
       std::string what = name == "preset" ? "named settings for an anatomy and motion (`autoreg register --help` lists them)"
                                           : a->getDescription();

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "autoreg/pair/registration_settings.h"
+#include "schema_args.h"
 
 namespace autoreg::apps {
 
@@ -20,23 +21,17 @@ struct RegistrationArgs {
     const pipeline::RegistrationSettings defaults;
     for (const pipeline::SettingRow& row : pipeline::setting_rows()) {
       if (row.command_option) continue;
-      std::unique_ptr<TCLAP::Arg> arg;
-      if (!row.switch_sets.empty()) {
-        arg = std::make_unique<TCLAP::SwitchArg>("", row.option, row.help, false);
-      } else {
-        const std::string value = row.get(defaults);
-        const std::string help = row.help + " (default " + (value.empty() ? "none" : value) + ")";
-        arg = std::make_unique<TCLAP::ValueArg<std::string>>("", row.option, help, false, value, row.value_name);
-      }
-      cmd.add(*arg);
-      args_.push_back({&row, std::move(arg)});
+      const std::string value = row.switch_option() ? "" : row.get(defaults);
+      args_.push_back({&row, std::make_unique<RowOption>(cmd, row, row.switch_option() ? "" : value.empty() ? "none" : value)});
     }
   }
 
   // Options of this group given on the command line (to refuse them where nothing is registered).
   std::vector<const TCLAP::Arg*> all() const {
     std::vector<const TCLAP::Arg*> out;
-    for (const auto& a : args_) out.push_back(a.arg.get());
+    for (const auto& a : args_) {
+      for (const TCLAP::Arg* arg : a.option->args()) out.push_back(arg);
+    }
     return out;
   }
 
@@ -46,10 +41,7 @@ struct RegistrationArgs {
   pipeline::RegistrationSettings settings(const std::string& device) const {
     std::map<std::string, std::string> given{{"device", device}};
     for (const auto& a : args_) {
-      if (!a.arg->isSet()) continue;
-      given[a.row->keyword] = a.row->switch_sets.empty()
-                                  ? static_cast<const TCLAP::ValueArg<std::string>&>(*a.arg).getValue()
-                                  : a.row->switch_sets;
+      if (a.option->given()) given[a.row->keyword] = a.option->value();
     }
     return pipeline::settings_given(given);
   }
@@ -57,7 +49,7 @@ struct RegistrationArgs {
  private:
   struct Option {
     const pipeline::SettingRow* row;
-    std::unique_ptr<TCLAP::Arg> arg;
+    std::unique_ptr<RowOption> option;
   };
   std::vector<Option> args_;
 };

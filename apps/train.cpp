@@ -1,5 +1,5 @@
 // autoreg train --manifest M --out model.autoreg [--genotype FILE | --unet]
-//               [--grid DxHxW] [--spacing MM] [--steps N | --epochs E] [--lr R]
+//               [--grid DxHxW] [--spacing MM] [--steps N | --epochs E] [--learning-rate R]
 //               [--similarity ncc|mse|mind] [--lambda λ] [--objective WEIGHTS] [--dice-weight W]
 //               [--synthetic F] [--feature-noise S] [--no-augment] [--checkpoint-every N] [--validate-every N]
 //               [--cache DIR] [--log FILE] [--device cpu|cuda] [--threads T] [--seed S] [--resume]

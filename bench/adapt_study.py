@@ -148,7 +148,7 @@ def adapt_models(name, adapt, work, methods, steps, scratch_steps, threads, base
                 resume = ["--resume"] if Path(str(out) + ".ckpt").exists() else []
                 if method == "scratch":
                     cmd = [AUTOREG, "train", "--manifest", csv, "--out", out, "--genotype", runs / "genotype.txt",
-                           "--objective", objective, "--grid", grid, "--steps", scratch_steps, "--lr", "1e-3",
+                           "--objective", objective, "--grid", grid, "--steps", scratch_steps, "--learning-rate", "1e-3",
                            "--validation", "inline", "--validate-every", 100, "--threads", threads,
                            "--cache", runs / f"cache-k{k}"]
                 else:

@@ -71,7 +71,7 @@ def search(args, name, extra, threads, steps=None):
     subprocess.run(["rm", "-rf", out], check=True)
     costs = os.path.join(args.out, "op_cost.json")
     cmd = [args.autoreg, "search", "--manifest", manifest(args.data, args.out), "--out", out, "--cache",
-           os.path.join(args.out, "cache"), "--steps", str(steps or args.search_steps), "--warmup", "0.1",
+           os.path.join(args.out, "cache"), "--steps", str(steps or args.search_steps), "--warmup-fraction", "0.1",
            "--retrain-steps", "0", "--validation", "off", "--threads", str(threads)] + extra
     if os.path.exists(costs):
         cmd += ["--op-cost", costs]

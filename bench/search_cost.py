@@ -5,11 +5,11 @@ Runs the `search_cost` benchmarks of autoreg_bench, each in its own process (so 
 its peak memory is its own), and prints seconds per step, the ratio to the training
 step, the split of a search step into its ω, λ and α updates, and peak memory.
 
-    python3 bench/search_cost.py [--bench build/bin/autoreg_bench] [--threads 2] [--skip-darts] [--warmup 0.5]
+    python3 bench/search_cost.py [--bench build/bin/autoreg_bench] [--threads 2] [--skip-darts] [--warmup-fraction 0.5]
                               [--cases default,second_order,whole_volumes,gdas,darts_full]
 
 The run average counts the warm-up's steps (the default network's path: a training
-step) at --warmup and the search's at the rest.
+step) at --warmup-fraction and the search's at the rest.
 """
 import argparse
 import json
@@ -36,7 +36,7 @@ def main():
     ap.add_argument("--skip-darts", action="store_true", help="leave out the full-supernet DARTS step (minutes)")
     ap.add_argument("--cases", default="",
                     help="comma-separated search_step cases to run (default: all; the training step always runs)")
-    ap.add_argument("--warmup", type=float, default=0.5,
+    ap.add_argument("--warmup-fraction", type=float, default=0.5,
                     help="warm-up share for the run average: warm-up steps train the default network (default 0.5, the command's)")
     args = ap.parse_args()
     rows = {}

@@ -24,7 +24,7 @@ after; the worst case (after / before) first.
 
 A configuration is `defaults` (no options) or a preset's name (`--preset NAME`), with
 `+gas` (`--exclude-gas true`), `+nogas` (`--exclude-gas false`), `+mind`
-(`--similarity mind`) or `+discrete` (`--discrete 20`) added: `ct-cbct+gas`. `--select A,B,...` prints, besides the
+(`--similarity mind`) or `+discrete` (`--discrete-mm 20`) added: `ct-cbct+gas`. `--select A,B,...` prints, besides the
 table, the leave-one-case-out choice among those configurations: for each case held out,
 the configuration with the best mean rank (by endpoint error) over the other cases, and
 what the held-out case gets from it.
@@ -90,7 +90,7 @@ CASES = {
 
 
 EXTRAS = {"gas": ["--exclude-gas", "true"], "nogas": ["--exclude-gas", "false"], "mind": ["--similarity", "mind"],
-          "discrete": ["--discrete", "20"], "noreg": ["--regularization", "0", "--learning-rate", "2"],
+          "discrete": ["--discrete-mm", "20"], "noreg": ["--regularization", "0", "--learning-rate", "2"],
           "levels3": ["--iterations", "70,70,20"], "levels4": ["--iterations", "70,70,70,20"], "tv": ["--regularizer", "tv"]}
 
 

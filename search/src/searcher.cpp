@@ -56,7 +56,7 @@ Searcher::Searcher(registration::TrainingSet data, const registration::ModelInfo
       device_(ops::parse_device(options_.device)),
       dtype_(options_.float64 ? at::kDouble : at::kFloat),
       run_({options_.spike_factor, options_.max_rollbacks, options_.snapshot_every, options_.async_checkpoints, true,
-            "the search", "try a lower --lr", "SEARCH"},
+            "the search", "try a lower --learning-rate", "SEARCH"},
            {[this] { return state(); },
             [this](const registration::Archive& a, const std::string& path) { load_state(a, path); },
             [this] { set_step_scale(); }, [this] { return step_; }}) {

@@ -70,11 +70,17 @@ TEST_F(PresetsCli, APresetSetsItsSettingsAndOptionsGivenOverrideThem) {
   EXPECT_NE(step.output.find("--learning-rate must be a positive number"), std::string::npos) << step.output;
   // The NCC window in mm: recorded; 0 (voxels) by default; a negative one refused.
   EXPECT_EQ(s["ncc_window_mm"], 0.0);
-  EXPECT_EQ(summary(m + " --preset breathing --ncc-window 8")["ncc_window_mm"], 8.0);
+  EXPECT_EQ(summary(m + " --preset breathing --ncc-window-mm 8")["ncc_window_mm"], 8.0);
+  // Its older spelling is still read; both spellings at once are refused.
+  EXPECT_EQ(summary(m + " --preset breathing --ncc-window 9")["ncc_window_mm"], 9.0);
+  const Result both = run("register --ncc-window 8 --ncc-window-mm 8 --fixed " + path("f.nii.gz") + " " + m +
+                          " --out-warped " + path("w2.nii.gz") + " --out-field " + path("d2.nii.gz"));
+  EXPECT_EQ(both.code, 1) << both.output;
+  EXPECT_NE(both.output.find("give --ncc-window-mm once"), std::string::npos) << both.output;
   const Result window = run("register --ncc-window -1 --fixed " + path("f.nii.gz") + " " + m + " --out-warped " +
                             path("w2.nii.gz") + " --out-field " + path("d2.nii.gz"));
   EXPECT_EQ(window.code, 1) << window.output;
-  EXPECT_NE(window.output.find("--ncc-window must be"), std::string::npos) << window.output;
+  EXPECT_NE(window.output.find("--ncc-window-mm must be"), std::string::npos) << window.output;
 }
 
 TEST_F(PresetsCli, ACtGetsItsHounsfieldWindowUnlessAWindowIsGiven) {

@@ -19,7 +19,10 @@
 
 #include "autoreg/base/errors.h"
 #include "autoreg/io/volume.h"
+#include "autoreg/pair/register_job.h"
 #include "autoreg/runs/adapt_job.h"
+#include "autoreg/runs/pack_job.h"
+#include "autoreg/runs/register_pairs.h"
 #include "autoreg/runs/search_job.h"
 #include "autoreg/runs/segment_job.h"
 #include "autoreg/runs/template_job.h"
@@ -74,7 +77,7 @@ TEST(TrainSettings, TheCommandLineCarriesEverySettingAndReadsBackExactly) {
   EXPECT_EQ(value_of(w, "--manifest"), "data.csv");
   EXPECT_EQ(value_of(w, "--genotype"), "g.txt");
   EXPECT_EQ(value_of(w, "--grid"), "96x112x80");
-  EXPECT_EQ(read_back(value_of(w, "--lr")), 1.0 / 3.0) << "numbers must read back to the same double";
+  EXPECT_EQ(read_back(value_of(w, "--learning-rate")), 1.0 / 3.0) << "numbers must read back to the same double";
   EXPECT_EQ(read_back(value_of(w, "--spacing")), 1.7);
   EXPECT_EQ(value_of(w, "--epochs"), "3");
   EXPECT_FALSE(has(w, "--steps")) << "--steps and --epochs exclude each other";
@@ -122,7 +125,7 @@ TEST(TemplateSettings, TheCommandLineCarriesTheRegistrationSettings) {
   s.registration.discrete_mm = 12.5;
   Words w = pipeline::to_arguments(s);
   EXPECT_EQ(pipeline::parse_padding(value_of(w, "--padding")), s.registration.padding);
-  EXPECT_EQ(read_back(value_of(w, "--discrete")), 12.5);
+  EXPECT_EQ(read_back(value_of(w, "--discrete-mm")), 12.5);
   EXPECT_THROW(pipeline::parse_padding("-10OO"), base::UsageError);
   EXPECT_EQ(pipeline::padding_text(pipeline::Padding{}), "auto");
   ASSERT_FALSE(w.empty());
@@ -142,7 +145,7 @@ TEST(TemplateSettings, TheCommandLineCarriesTheRegistrationSettings) {
   EXPECT_EQ(value_of(w, "--regularizer"), "tv");
   EXPECT_EQ(read_back(value_of(w, "--regularization")), 1.0 / 3.0);
   EXPECT_EQ(read_back(value_of(w, "--learning-rate")), 0.4);
-  EXPECT_EQ(read_back(value_of(w, "--ncc-window")), 7.5);
+  EXPECT_EQ(read_back(value_of(w, "--ncc-window-mm")), 7.5);
   EXPECT_EQ(value_of(w, "--seed"), "99");
   EXPECT_EQ(value_of(w, "--intensity-window"), "-1000,400");
   EXPECT_FALSE(has(w, "--model"));
@@ -267,10 +270,10 @@ TEST(AdaptSettings, TheCommandLineAndItsChecks) {
   Words w = pipeline::to_arguments(s);
   EXPECT_EQ(w[0], "adapt");
   EXPECT_EQ(value_of(w, "--method"), "ftm");
-  EXPECT_FALSE(has(w, "--lr")) << "the method's own default";
+  EXPECT_FALSE(has(w, "--learning-rate")) << "the method's own default";
   s.learning_rate = 2e-3;
   w = pipeline::to_arguments(s);
-  EXPECT_EQ(read_back(value_of(w, "--lr")), 2e-3);
+  EXPECT_EQ(read_back(value_of(w, "--learning-rate")), 2e-3);
   pipeline::AdaptSettings bad = s;
   bad.out = "base.autoreg";
   EXPECT_THROW(pipeline::validate(bad), base::UsageError);
@@ -296,12 +299,23 @@ S read_through_rows(const base::Schema<S>& schema, const Words& w) {
   return back;
 }
 
+// A value option is its keyword with dashes (learning_rate: --learning-rate; an older
+// spelling is an alias); a switch names what it does (--no-augment, --affine-only).
+template <typename S>
+void expect_spelt_as_keyword(const std::string& job, const base::SettingField<S>& row) {
+  std::string dashed = row.keyword;
+  std::replace(dashed.begin(), dashed.end(), '_', '-');
+  if (!row.switch_option()) EXPECT_EQ(row.option, dashed) << job << ": keyword " << row.keyword;
+}
+
 template <typename S>
 void expect_rows_read_back(const std::string& job, const base::Schema<S>& schema, const S& s) {
   std::set<std::string> options, keywords;
   for (const auto& row : schema) {
     EXPECT_TRUE(options.insert(row.option).second) << job << ": --" << row.option << " twice";
+    for (const std::string& old : row.aliases) EXPECT_TRUE(options.insert(old).second) << job << ": --" << old << " twice";
     EXPECT_TRUE(keywords.insert(row.keyword).second) << job << ": keyword " << row.keyword << " twice";
+    expect_spelt_as_keyword(job, row);
   }
   const Words w = base::arguments(job, schema, s);
   EXPECT_EQ(base::arguments(job, schema, read_through_rows(schema, w)), w) << job;
@@ -367,7 +381,7 @@ TEST(JobSchemas, EveryJobsSettingsReadBackThroughTheirRows) {
   sr.evaluate = sr.resume = true;
   sr.scale.collective_timeout_s = 30;
   expect_rows_read_back("search", pipeline::search_schema(), sr);
-  EXPECT_EQ(value_of(pipeline::to_arguments(sr), "--arch-path"), "sampled");
+  EXPECT_EQ(value_of(pipeline::to_arguments(sr), "--architecture-path"), "sampled");
   EXPECT_EQ(value_of(pipeline::to_arguments(sr), "--objective-scale"), "free");
 
   pipeline::SegmentJob segment;
@@ -403,6 +417,11 @@ TEST(JobSchemas, EveryJobsSettingsReadBackThroughTheirRows) {
   adapt.manifest = "site.csv";
   adapt.out = "adapted.autoreg";
   expect_rows_read_back("adapt", pipeline::adapt_schema(), adapt);
+
+  for (const pipeline::SettingRow& row : pipeline::setting_rows()) expect_spelt_as_keyword("register", row);
+  for (const auto& row : pipeline::register_job_schema()) expect_spelt_as_keyword("register", row);
+  for (const auto& row : pipeline::batch_schema()) expect_spelt_as_keyword("register --pairs", row);
+  for (const auto& row : pipeline::pack_schema()) expect_spelt_as_keyword("pack", row);
 }
 
 // A program of one's own trains a network through the library, no command line: four

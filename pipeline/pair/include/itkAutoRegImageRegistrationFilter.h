@@ -161,7 +161,7 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   autoregFilterSettingMacro(LearningRate, double, learning_rate);
 
   /** Instance optimisation's local NCC window in mm along each axis, the same
-   * neighbourhood at every level and on thick slices, as `--ncc-window`. Default: 0 (5
+   * neighbourhood at every level and on thick slices, as `--ncc-window-mm`. Default: 0 (5
    * voxels of each level's grid, 7 at the finest). */
   autoregFilterSettingMacro(NccWindow, double, ncc_window_mm);
 
@@ -223,7 +223,7 @@ class AutoRegImageRegistrationFilter : public ImageToImageFilter<TFixedImage, TD
   itkGetConstReferenceMacro(Padding, std::string);
 
   /** Before instance optimisation, a discrete search of every displacement up to this
-   * many mm along each axis (as `autoreg register --discrete MM`): motion larger than the
+   * many mm along each axis (as `autoreg register --discrete-mm MM`): motion larger than the
    * pyramid follows from zero. Default: 0 (none). */
   autoregFilterSettingMacro(DiscreteSearchRadius, double, discrete_mm);
 

@@ -254,7 +254,7 @@ void validate(const AdaptSettings& s) {
   }
   if (p.out == p.log) throw UsageError("--log and --out name the same file");
   if (s.steps < 1) throw UsageError("--steps must be at least 1");
-  if (s.learning_rate && !(*s.learning_rate > 0)) throw UsageError("--lr must be > 0");
+  if (s.learning_rate && !(*s.learning_rate > 0)) throw UsageError("--learning-rate must be > 0");
   if (s.checkpoint_every <= 0 || s.validate_every <= 0) {
     throw UsageError("--checkpoint-every and --validate-every must be positive");
   }
@@ -272,9 +272,11 @@ const base::Schema<AdaptSettings>& adapt_schema() {
          [](const S& s) { return std::string(to_string(s.method)); },
          [](S& s, const std::string& t) { s.method = parse_adapt_method(t); }},
         base::whole_field<S>("steps", "steps", "N", "adaptation steps, one pair each", &S::steps),
-        {"learning_rate", "lr", "R", "Adam learning rate (default 1e-3 for ftm, 1e-4 for finetune)",
-         [](const S& s) { return s.learning_rate ? base::exact_text(*s.learning_rate) : std::string(); },
-         [](S& s, const std::string& t) { s.learning_rate = base::real_number("lr", t); }},
+        base::with_aliases<S>(
+            {"learning_rate", "learning-rate", "R", "Adam learning rate (default 1e-3 for ftm, 1e-4 for finetune)",
+             [](const S& s) { return s.learning_rate ? base::exact_text(*s.learning_rate) : std::string(); },
+             [](S& s, const std::string& t) { s.learning_rate = base::real_number("learning-rate", t); }},
+            {"lr"}),
         base::whole_field<S>("checkpoint_every", "checkpoint-every", "N", "steps between checkpoints", &S::checkpoint_every),
         base::whole_field<S>("validate_every", "validate-every", "N", "steps between validations, with labelled val rows",
                              &S::validate_every)};

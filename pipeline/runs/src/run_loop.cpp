@@ -83,7 +83,7 @@ base::Schema<parallel::ScaleOut> scale_out_schema() {
       base::whole_field<S>("max_restarts", "max-restarts", "R",
                            "with --nproc: restart the ranks from the last checkpoint after a failure, up to R times",
                            &S::max_restarts, 0),
-      base::number_field<S>("collective_timeout_s", "collective-timeout", "S",
+      base::number_field<S>("collective_timeout", "collective-timeout", "S",
                             "seconds a rank waits for the others in a collective before it is a failure (a hung rank)",
                             &S::collective_timeout_s)};
   rows[0].written_back = rows[1].written_back = false;

@@ -189,9 +189,9 @@ void validate(const SearchSettings& s) {
   }
   if (s.search.architecture_every <= 0 || s.search.objective_every <= 0 || s.checkpoint_every <= 0 || s.validate_every <= 0 ||
       s.search.max_rollbacks < 0) {
-    throw UsageError("--arch-every, --objective-every, --checkpoint-every, --validate-every must be positive");
+    throw UsageError("--architecture-every, --objective-every, --checkpoint-every, --validate-every must be positive");
   }
-  if (!(s.search.warmup_fraction >= 0 && s.search.warmup_fraction < 1)) throw UsageError("--warmup must be in [0, 1)");
+  if (!(s.search.warmup_fraction >= 0 && s.search.warmup_fraction < 1)) throw UsageError("--warmup-fraction must be in [0, 1)");
   if (!(s.max_unreadable >= 0 && s.max_unreadable < 1)) throw UsageError("--max-unreadable must be in [0, 1)");
   for (int64_t size : s.grid) {
     if (size % 4 != 0) throw UsageError("--grid: the AutoReg network needs sizes that are multiples of 4");
@@ -199,10 +199,10 @@ void validate(const SearchSettings& s) {
   if (!(s.search.update_crop > 0 && s.search.update_crop <= 1)) throw UsageError("--update-crop must be in (0, 1]");
   if (!(s.search.weight_crop > 0 && s.search.weight_crop <= 1)) throw UsageError("--weight-crop must be in (0, 1]");
   if (s.search.max_gradient_norm < 0) throw UsageError("--max-gradient-norm must be >= 0");
-  if (s.search.architecture_weight_decay < 0) throw UsageError("--arch-weight-decay must be >= 0");
+  if (s.search.architecture_weight_decay < 0) throw UsageError("--architecture-weight-decay must be >= 0");
   if (s.search.spike_factor != 0 && !(s.search.spike_factor > 1)) throw UsageError("--max-gradient-spike must be > 1 (or 0: off)");
   if (s.search.path == search::Path::Mixed && s.search.architecture_path == search::Path::Sampled) {
-    throw UsageError("--arch-path sampled needs --path sampled (a mixed path has no sample to take the gradient on)");
+    throw UsageError("--architecture-path sampled needs --path sampled (a mixed path has no sample to take the gradient on)");
   }
   search::SearchOptions terms;
   objective_terms(s, terms);

@@ -29,10 +29,11 @@ base::Schema<O> search_option_rows() {
                             "the weights' path: mixed (DARTS: every allowed candidate, ~7x a network's step) or sampled "
                             "(GDAS: one candidate per edge and step; did not train on OASIS-TRT, see docs/search.md)",
                             search::kPathNames, &O::path),
-      base::choice_field<O>("architecture_path", "arch-path",
-                            "α's gradient: mixed (DARTS: every allowed candidate) or sampled (GDAS straight-through on the "
-                            "step's path)",
-                            search::kPathNames, &O::architecture_path),
+      base::with_aliases(base::choice_field<O>("architecture_path", "architecture-path",
+                                               "α's gradient: mixed (DARTS: every allowed candidate) or sampled (GDAS "
+                                               "straight-through on the step's path)",
+                                               search::kPathNames, &O::architecture_path),
+                         {"arch-path"}),
       base::number_field<O>("latency_weight", "latency-weight", "W",
                             "weight of the expected forward time (÷ the default network's) in α's objective, always on "
                             "(0: only the budget counts)",
@@ -44,23 +45,32 @@ base::Schema<O> search_option_rows() {
                             "after the warm-up the weights' steps on the supernet see a random box of the training pair, "
                             "this share of each axis (0.6: a fifth of the mixed network's cost; 1: whole volumes)",
                             &O::weight_crop),
-      base::whole_field<O>("architecture_every", "arch-every", "K", "update α every k-th step", &O::architecture_every, 1),
+      base::with_aliases(base::whole_field<O>("architecture_every", "architecture-every", "K", "update α every k-th step",
+                                              &O::architecture_every, 1),
+                         {"arch-every"}),
       base::whole_field<O>("objective_every", "objective-every", "K", "update λ every k-th step", &O::objective_every, 1),
-      base::number_field<O>("warmup_fraction", "warmup", "F", "share of the search in which only the weights move",
-                            &O::warmup_fraction),
+      base::with_aliases(base::number_field<O>("warmup_fraction", "warmup-fraction", "F",
+                                               "share of the search in which only the weights move", &O::warmup_fraction),
+                         {"warmup"}),
       base::number_field<O>("base_logit", "base-logit", "L",
                             "starting α logit of the default genotype's operation on every searched edge (3: a "
                             "probability of 0.74 against 0.04 for each other candidate; 0: all equally likely)",
                             &O::base_logit),
-      base::number_field<O>("weight_lr", "lr", "R", "Adam learning rate of the weights, search and retraining", &O::weight_lr),
+      base::with_aliases(base::number_field<O>("learning_rate", "learning-rate", "R",
+                                               "Adam learning rate of the weights, search and retraining", &O::weight_lr),
+                         {"lr"}),
       base::number_field<O>("max_gradient_norm", "max-gradient-norm", "N",
                             "clip the weights' gradient to this norm (5, as DARTS; 0: no clipping)", &O::max_gradient_norm),
-      base::number_field<O>("architecture_lr", "arch-lr", "R", "Adam learning rate of α", &O::architecture_lr),
-      base::number_field<O>("architecture_weight_decay", "arch-weight-decay", "D",
-                            "Adam weight decay of α (1e-3, DARTS's; it also pulls α from --base-logit back towards uniform)",
-                            &O::architecture_weight_decay),
+      base::with_aliases(base::number_field<O>("architecture_lr", "architecture-lr", "R", "Adam learning rate of α",
+                                               &O::architecture_lr),
+                         {"arch-lr"}),
+      base::with_aliases(base::number_field<O>("architecture_weight_decay", "architecture-weight-decay", "D",
+                                               "Adam weight decay of α (1e-3, DARTS's; it also pulls α from --base-logit "
+                                               "back towards uniform)",
+                                               &O::architecture_weight_decay),
+                         {"arch-weight-decay"}),
       base::number_field<O>("objective_lr", "objective-lr", "R", "Adam learning rate of log λ", &O::objective_lr),
-      {"objective_scale_fixed", "objective-scale", "fixed|free",
+      {"objective_scale", "objective-scale", "fixed|free",
        "fixed: λ's updates change the mix of the searched terms, not their overall weight against soft Dice (one "
        "unrolled step is biased towards shrinking them all); free",
        [](const O& o) { return std::string(o.objective_scale_fixed ? "fixed" : "free"); },
@@ -75,7 +85,7 @@ base::Schema<O> search_option_rows() {
                            "faulty steps in a row (non-finite or a gradient spike, each rolled back at half the step "
                            "sizes) before giving up",
                            &O::max_rollbacks, 0),
-      base::number_field<O>("spike_factor", "max-gradient-spike", "X",
+      base::number_field<O>("max_gradient_spike", "max-gradient-spike", "X",
                             "a weight gradient norm over this many times its running average is a fault, rolled back at "
                             "half the step sizes (0: off)",
                             &O::spike_factor),
@@ -126,8 +136,8 @@ const base::Schema<SearchSettings>& search_schema() {
                                 "the default network's; 0: none)",
                                 &S::max_forward_ms)};
     for (const char* k : {"latency_weight", "update_crop", "weight_crop", "architecture_every", "objective_every",
-                          "warmup_fraction", "base_logit", "weight_lr", "max_gradient_norm", "architecture_lr",
-                          "architecture_weight_decay", "objective_lr", "objective_scale_fixed", "dice_weight"}) {
+                          "warmup_fraction", "base_logit", "learning_rate", "max_gradient_norm", "architecture_lr",
+                          "architecture_weight_decay", "objective_lr", "objective_scale", "dice_weight"}) {
       rows.push_back(option(k));
     }
     base::Schema<S> rest{
@@ -149,7 +159,7 @@ const base::Schema<SearchSettings>& search_schema() {
                              &S::validate_every, 1),
         base::number_field<S>("max_unreadable", "max-unreadable", "F",
                               "share of manifest rows that may be unreadable (reported and skipped)", &S::max_unreadable),
-        option("max_rollbacks"), option("spike_factor"), option("device"),
+        option("max_rollbacks"), option("max_gradient_spike"), option("device"),
         threads_field<S>("CPU threads (default: all)", &S::threads),
         base::optional_field<S>("batch", "batch", "G",
                                 "pairs per step over all ranks, the global batch, search and retraining (default: one per "

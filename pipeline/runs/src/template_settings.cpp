@@ -44,7 +44,7 @@ const base::Schema<TemplateSettings>& template_schema() {
                             "output folder: template.nii.gz, <subject>_field/_inverse/_warped.nii.gz, index.html, the "
                             "iterations",
                             &S::out),
-        base::whole_field<S>("iterations", "template-iterations", "N",
+        base::whole_field<S>("template_iterations", "template-iterations", "N",
                              "shape updates of the template (--iterations sets each registration's levels, as in register)",
                              &S::iterations),
         {"initial", "initial", "HOW",

@@ -240,7 +240,7 @@ void validate(const TrainSettings& s) {
     }
   }
   if (s.steps <= 0 || s.epochs < 0) throw UsageError("--steps and --epochs must be positive");
-  if (!(s.learning_rate > 0)) throw UsageError("--lr must be > 0");
+  if (!(s.learning_rate > 0)) throw UsageError("--learning-rate must be > 0");
   if (s.lambda < 0 || s.dice_weight < 0) throw UsageError("--lambda and --dice-weight must be >= 0");
   if (s.synthetic < 0 || s.synthetic > 1) throw UsageError("--synthetic must be in [0, 1]");
   if (s.checkpoint_every <= 0 || s.validate_every <= 0) {
@@ -279,7 +279,8 @@ const base::Schema<TrainSettings>& train_schema() {
         {"steps", "steps", "N", "training steps (one pair each)",
          [](const S& s) { return s.epochs > 0 ? std::string() : std::to_string(s.steps); },
          [](S& s, const std::string& t) { s.steps = base::whole_number("steps", t); }},
-        base::number_field<S>("learning_rate", "lr", "R", "Adam learning rate", &S::learning_rate),
+        base::with_aliases(base::number_field<S>("learning_rate", "learning-rate", "R", "Adam learning rate", &S::learning_rate),
+                           {"lr"}),
         {"similarity", "similarity", registration::kSimilarityNames.joined(), "the similarity (ncc: window 9)",
          [](const S& s) { return s.objective.empty() ? s.similarity : std::string(); },
          [](S& s, const std::string& t) { s.similarity = registration::similarity_name(registration::parse_similarity(t)); }},

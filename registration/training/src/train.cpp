@@ -48,7 +48,7 @@ Trainer::Trainer(Model& model, TrainingSet data, TrainOptions options)
       options_(std::move(options)),
       device_(ops::parse_device(options_.device)),
       run_({options_.spike_factor, options_.max_rollbacks, TrainOptions::kSnapshotEvery, options_.async_checkpoints,
-            options_.spike_factor > 0, "training", "try a lower --lr", "CHECKPOINT"},
+            options_.spike_factor > 0, "training", "try a lower --learning-rate", "CHECKPOINT"},
            {[this] { return state(); }, [this](const Archive& a, const std::string& path) { load_state(a, path); },
             [this] { set_learning_rate(); }, [this] { return step_; }}) {
   const bool atlas = data_.atlas.has_value();

@@ -44,6 +44,7 @@ struct SettingField {
   std::string sample;        // a valid value other than the default (the tests walk the rows with it)
   SettingKind kind = SettingKind::Text;
   bool command_option = false;  // the command declares the option itself (register's --device), not from the row
+  std::vector<std::string> aliases;  // older spellings of the option, still read (--lr for --learning-rate)
   bool switch_option() const { return !switch_sets.empty(); }
 };
 template <typename S>
@@ -64,6 +65,15 @@ std::vector<std::string> arguments(const std::string& command, const Schema<S>& 
     }
   }
   return words;
+}
+
+// `row` that also reads its option's older spellings (without dashes): a value row's
+// option is its keyword (learning_rate: --learning-rate), and where the command line
+// spelt it otherwise (--lr) that spelling stays an alias.
+template <typename S>
+SettingField<S> with_aliases(SettingField<S> row, std::vector<std::string> aliases) {
+  row.aliases = std::move(aliases);
+  return row;
 }
 
 // ---- rows for the common kinds of field -------------------------------------------
@@ -247,6 +257,7 @@ SettingField<S> nested_row(const SettingField<Inner>& f, Inner S::*member) {
   out.sample = f.sample;
   out.kind = f.kind;
   out.command_option = f.command_option;
+  out.aliases = f.aliases;
   return out;
 }
 

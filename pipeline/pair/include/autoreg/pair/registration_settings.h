@@ -58,7 +58,7 @@ struct RegistrationSettings {
   // finest axis (the same physical length at every level): 0.15 on brains, 0.4 in the
   // breathing preset (motion of centimetres)
   double learning_rate = 0.15;
-  // --ncc-window: the local NCC window of instance optimisation in mm along each axis
+  // --ncc-window-mm: the local NCC window of instance optimisation in mm along each axis
   // (odd numbers of each level's voxels, at least 3); 0: 5 voxels of each level's grid,
   // 7 at the finest (on the liver pairs the voxel windows did better, beyond-brains.md)
   double ncc_window_mm = 0;
@@ -78,11 +78,11 @@ struct RegistrationSettings {
   // kCtWindow, anything else its 0.5th and 99.5th percentiles (a model's own percentiles)
   std::optional<std::array<double, 2>> intensity_window;
   Padding padding;                 // --padding auto|none|VALUE: outside the fields of view (automatic)
-  // --discrete MM: before instance optimisation, a discrete search of every displacement
+  // --discrete-mm MM: before instance optimisation, a discrete search of every displacement
   // up to MM millimetres along each axis on a 4 mm grid (registration/discrete.h: large
   // motion); 0 (the default): none
   double discrete_mm = 0;
-  // --discrete-grid MM: the discrete search's grid, about MM per voxel (4: ConvexAdam's
+  // --discrete-grid-mm MM: the discrete search's grid, about MM per voxel (4: ConvexAdam's
   // half-resolution grid on 1-2 mm scans); finer follows smaller structures at the cube
   // of the cost
   double discrete_grid_mm = 4;

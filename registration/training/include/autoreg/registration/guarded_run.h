@@ -35,7 +35,7 @@ class GuardedRun {
     // false: a step is run once and a fault stops the run (training with the guard off).
     bool guarded = true;
     std::string who;               // in the error that stops the run ("training", "the search")
-    std::string advice;            // its advice ("try a lower --lr")
+    std::string advice;            // its advice ("try a lower --learning-rate")
     std::string kind;              // the checkpoint's archive kind ("CHECKPOINT", "SEARCH")
   };
   struct Hooks {
