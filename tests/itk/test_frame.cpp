@@ -6,7 +6,6 @@
 #include <ATen/ATen.h>
 
 #include "autoreg/io/grid.h"
-#include "autoreg/ops.h"
 #include "autoreg/pair/frame.h"
 
 namespace autoreg::test {
@@ -64,31 +63,6 @@ TEST(ModelFrame, AModelsOwnAxesMakeTheFrameIndependentOfTheFilesVoxelOrder) {
     EXPECT_NEAR(centre(a)[r], centre(own_a)[r], 1e-9) << r;
     EXPECT_NEAR(centre(b)[r], centre(own_b)[r], 1e-9) << r;
   }
-}
-
-
-// expand_field is upsampling (corners aligned, vectors rescaled), replication outside
-// the box and composition, done in one pass: the same as the three operations in turn.
-TEST(ExpandField, IsUpsampleThenUncropThenCompose) {
-  at::manual_seed(3);
-  const std::vector<int64_t> full = {21, 18, 25};
-  const pipeline::Box box{{{3, 16}, {0, 18}, {5, 24}}};  // 13 × 18 × 19 voxels
-  const at::Tensor coarse = at::randn({1, 3, 7, 9, 10}) * 1.5;
-  // The reference: upsample_trilinear3d with corners aligned, each channel rescaled.
-  const at::Tensor up = at::upsample_trilinear3d(coarse, {13, 18, 19}, /*align_corners=*/true);
-  const at::Tensor scale = at::tensor({12.0 / 6, 17.0 / 8, 18.0 / 9}).view({1, 3, 1, 1, 1}).to(at::kFloat);
-  const at::Tensor r = pipeline::uncrop_replicate(up * scale, box, full);
-  EXPECT_TRUE(at::allclose(pipeline::expand_field(coarse, box, full), r, 1e-5, 1e-5));
-  const at::Tensor then = at::randn({1, 3, 21, 18, 25}) * 2;
-  const at::Tensor want = ops::compose(then, r);
-  const at::Tensor got = pipeline::expand_field(coarse, box, full, then);
-  EXPECT_LT((got - want).abs().max().item<double>(), 1e-4);
-  // A box that is the whole volume and a coarse axis of one voxel.
-  const pipeline::Box all{{{0, 4}, {0, 1}, {0, 6}}};
-  const at::Tensor c2 = at::randn({1, 3, 2, 1, 3});
-  const at::Tensor up2 = at::upsample_trilinear3d(c2, {4, 1, 6}, true) *
-                         at::tensor({3.0, 0.0, 5.0 / 2}).view({1, 3, 1, 1, 1}).to(at::kFloat);
-  EXPECT_TRUE(at::allclose(pipeline::expand_field(c2, all, {4, 1, 6}), up2, 1e-5, 1e-5));
 }
 
 }  // namespace

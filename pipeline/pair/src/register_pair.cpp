@@ -17,6 +17,7 @@
 #include "autoreg/pair/frame.h"
 #include "autoreg/pair/preset_choice.h"
 #include "autoreg/registration/discrete.h"
+#include "autoreg/registration/field_box.h"
 #include "autoreg/registration/field_of_view.h"
 #include "autoreg/registration/model_file.h"
 #include "similarity_check.h"
@@ -179,17 +180,29 @@ void pre_align(const at::Tensor& f, const io::Geometry& fixed_grid, const io::Vo
   r.affine_report = report;
 }
 
-}  // namespace
+void lap(StageTimes* times, const char* stage) {
+  if (times) times->lap(stage);
+}
 
-PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions& given_options, StageTimes* times,
-                         const PairMasks& given_masks) {
-  PairResult r;
-  const auto lap = [times](const char* stage) {
-    if (times) times->lap(stage);
-  };
-  // Only what both scans show is compared: the given masks times the fields of view. The
-  // checks compare what both show even when the similarity compares everything (--padding
-  // none: the fields of view found automatically, not reported as used).
+// The pair as the stages see it, once the masks, the preset and the intensities are settled.
+struct Pair {
+  at::Tensor f;  // the fixed image normalised, on the device
+  io::Volume m;  // the moving image normalised
+  io::Geometry fixed_grid, moving_grid;
+  PairMasks masks;   // what the registration compares
+  PairMasks judged;  // what the pre-alignment and the second opinion are judged on
+  at::Device device = at::kCPU;
+};
+
+// Only what both scans show is compared: the given masks times the fields of view (the
+// checks compare what both show even when the similarity compares everything, --padding
+// none: the fields of view found automatically, not reported as used). Then the preset
+// (--preset auto: chosen from the images) and the options it gives (r.options), gas left
+// out, the intensities normalised (the caller's volumes emptied) and the match at the
+// headers' alignment, what the pre-alignment and the result must beat (r.loss_before,
+// the second opinion's before).
+Pair prepare(io::Volume& fixed, io::Volume& moving, const PairOptions& given_options, const PairMasks& given_masks,
+             PairResult& r) {
   const Padding& padding = given_options.padding;
   const bool padding_compared = padding.rule != Padding::Rule::None;
   const Padding rule = padding_compared ? padding : Padding{};
@@ -201,7 +214,6 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
   // The pre-alignment is judged away from the fields of view's edges where an image has
   // one, unless a field of view is too small to have an interior.
   const bool edges = (fixed_shown.edge || moving_shown.edge) && has_interior(fixed_shown) && has_interior(moving_shown);
-  // The preset (--preset auto: chosen from the images) and the options it gives.
   r.preset = choose_preset(given_options.settings,
                            pair_evidence(scan_evidence(fixed, fixed_shown.found.padding, fixed_shown.found.outside_fraction),
                                          scan_evidence(moving, moving_shown.found.padding, moving_shown.found.outside_fraction),
@@ -222,102 +234,127 @@ PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions&
   const io::Volume m{normalise_intensities(moving.data, given_masks.moving, o, percentiles, &r.moving_intensity),
                      moving.geometry};
   fixed.data = moving.data = at::Tensor();  // the caller's copies (if any) stay
-  // The match at the headers' alignment (in the "normalise" stage): what the
-  // pre-alignment and the result must beat.
   const registration::Similarity kind = o.deformable.similarity;
   r.loss_before = detail::mapped_similarity_loss(kind, f, fixed.geometry, m, at::Tensor(), at::Tensor(), r.masks);
   // The second opinion, judged away from the edges as the pre-alignment is.
   const PairMasks& judged = edges ? interior : r.masks;
   r.mutual_information.margin_mm = edges ? kEdgeMarginMm : 0;
   r.mutual_information.before = detail::mapped_mutual_information(f, fixed.geometry, m, at::Tensor(), at::Tensor(), judged);
-  lap("normalise");
-  r.affine = at::eye(4, at::kDouble);
-  at::Tensor deformation;  // 1×3×D×H×W, voxels of the fixed grid: the deformable part
-  if (o.stages != Stages::DeformableOnly) {
-    pre_align(f, fixed.geometry, m, masks, judged, r.mutual_information.margin_mm, device, r);
-    lap("affine");
+  return {f, m, fixed.geometry, moving.geometry, masks, judged, device};
+}
+
+// Instance optimisation of `moved` (on the fixed grid) to the fixed image, fitted only in
+// the box around the two foregrounds (a 256³ head scan is mostly air) and extended
+// outside it by its border values: continuous, so no folding at the box's faces. The
+// half-resolution result goes to the full grid in one pass, followed by `then` if given.
+// With the inverse, *inverse gets the fitted part's inverse (exp(−v)), on its own. The
+// moving mask, when given, goes along with `moved` (on the fixed grid, through the same
+// map).
+at::Tensor fit_on_foreground(const Pair& p, bool crop_to_box, const at::Tensor& moved, registration::InstanceOptions options,
+                             const at::Tensor& then, at::Tensor* inverse, const at::Tensor& moving_mask) {
+  using registration::crop;
+  using registration::expand_field;
+  const at::Tensor& f = p.f;
+  // The pyramid is planned on the fixed grid's voxels (tensor axes D, H, W are ITK's k, j, i).
+  options.spacing = {p.fixed_grid.spacing[2], p.fixed_grid.spacing[1], p.fixed_grid.spacing[0]};
+  // With a fixed mask, the box around it: only its voxels are compared.
+  const registration::Box box = !crop_to_box ? registration::Box{{{0, f.size(2)}, {0, f.size(3)}, {0, f.size(4)}}}
+                                : p.masks.fixed.defined() ? registration::foreground_box(p.masks.fixed, p.masks.fixed, 8)
+                                                          : registration::foreground_box(f, moved, 8);
+  if (p.masks.fixed.defined()) options.fixed_mask = crop(p.masks.fixed.to(p.device), box);
+  if (moving_mask.defined()) options.moving_mask = crop(moving_mask.to(p.device), box);
+  if (options.initial_velocity.defined()) options.initial_velocity = crop(options.initial_velocity.to(p.device), box);
+  at::Tensor velocity;
+  {
+    c10::AutoGradMode grad(true);
+    velocity = registration::fit_half_velocity(crop(f, box), crop(moved, box).to(p.device), options);
   }
-  c10::AutoGradMode no_grad(false);
-  // Instance optimisation of `moved` (on the fixed grid) to the fixed image, fitted only
-  // in the box around the two foregrounds (a 256³ head scan is mostly air) and extended
-  // outside it by its border values: continuous, so no folding at the box's faces. The
-  // half-resolution result goes to the full grid in one pass, followed by `then` if given.
-  // With the inverse, *inverse gets the fitted part's inverse (exp(−v)), on its own.
-  // The moving mask, when given, goes along with `moved` (on the fixed grid, through the
-  // same map).
+  if (inverse) *inverse = expand_field(ops::integrate(-velocity, options.integration_steps), box, f.sizes().slice(2));
+  return expand_field(ops::integrate(velocity, options.integration_steps), box, f.sizes().slice(2), then);
+}
+
+// The deformable part after r.affine (1×3×D×H×W, voxels of the fixed grid): none with
+// the affine only; the network's, refined by instance optimisation with o.refine; or
+// instance optimisation's, from the discrete search's field with o.discrete. With
+// o.inverse, *undo gets its inverse.
+at::Tensor deformable_part(const Pair& p, const PairResult& r, at::Tensor* undo, StageTimes* times) {
+  const PairOptions& o = r.options;
+  const at::Tensor& f = p.f;
+  // The moving mask carried as the moving image is, when given.
   const auto moved_mask = [&](const at::Tensor& deformation_so_far) {
-    if (!masks.moving.defined()) return at::Tensor();
-    return io::sample_mapped({masks.moving.cpu(), moving.geometry}, fixed.geometry, r.affine, deformation_so_far);
+    if (!p.masks.moving.defined()) return at::Tensor();
+    return io::sample_mapped({p.masks.moving.cpu(), p.moving_grid}, p.fixed_grid, r.affine, deformation_so_far);
   };
-  const auto fit_on_foreground = [&](const at::Tensor& moved, registration::InstanceOptions options,
-                                     const at::Tensor& then, at::Tensor* inverse, const at::Tensor& moving_mask) {
-    // The pyramid is planned on the fixed grid's voxels (tensor axes D, H, W are ITK's k, j, i).
-    options.spacing = {fixed.geometry.spacing[2], fixed.geometry.spacing[1], fixed.geometry.spacing[0]};
-    // With a fixed mask, the box around it: only its voxels are compared.
-    const Box box = !o.crop ? Box{{{0, f.size(2)}, {0, f.size(3)}, {0, f.size(4)}}}
-                    : masks.fixed.defined() ? foreground_box(masks.fixed, masks.fixed, 8)
-                                            : foreground_box(f, moved, 8);
-    if (masks.fixed.defined()) options.fixed_mask = crop(masks.fixed.to(device), box);
-    if (moving_mask.defined()) options.moving_mask = crop(moving_mask.to(device), box);
-    if (options.initial_velocity.defined()) options.initial_velocity = crop(options.initial_velocity.to(device), box);
-    at::Tensor velocity;
-    {
-      c10::AutoGradMode grad(true);
-      velocity = registration::fit_half_velocity(crop(f, box), crop(moved, box).to(device), options);
-    }
-    if (inverse) *inverse = expand_field(ops::integrate(-velocity, options.integration_steps), box, f.sizes().slice(2));
-    return expand_field(ops::integrate(velocity, options.integration_steps), box, f.sizes().slice(2), then);
-  };
-  at::Tensor undo;  // with o.inverse: the inverse of `deformation`, 1×3×D×H×W fixed voxels
-  at::Tensor* const want_undo = o.inverse ? &undo : nullptr;
-  if (o.stages == Stages::AffineOnly) {
-    deformation = at::zeros({1, 3, f.size(2), f.size(3), f.size(4)}, at::kFloat);
-  } else if (o.model) {
-    const io::Volume fixed_normalised{f.cpu(), fixed.geometry};
+  at::Tensor* const want_undo = o.inverse ? undo : nullptr;
+  if (o.stages == Stages::AffineOnly) return at::zeros({1, 3, f.size(2), f.size(3), f.size(4)}, at::kFloat);
+  if (o.model) {
+    const io::Volume fixed_normalised{f.cpu(), p.fixed_grid};
     const io::Geometry frame = model_frame(fixed_normalised, o.model->info);
-    o.model->network->to(device);
-    deformation = predict_on_fixed_grid(*o.model, on_frame(m, r.affine, frame).to(device),
-                                          on_frame(fixed_normalised, at::eye(4, at::kDouble), frame).to(device),
-                                          frame, fixed.geometry, want_undo);
-    lap("network");
+    o.model->network->to(p.device);
+    at::Tensor deformation = predict_on_fixed_grid(*o.model, on_frame(p.m, r.affine, frame).to(p.device),
+                                                   on_frame(fixed_normalised, at::eye(4, at::kDouble), frame).to(p.device),
+                                                   frame, p.fixed_grid, want_undo);
+    lap(times, "network");
     if (o.refine > 0) {
       // Instance optimisation of a residual field on the network's result: the moving
       // image warped so far, then x ↦ x + r(x) followed by the network's map.
-      const at::Tensor moved = io::sample_mapped(m, fixed.geometry, r.affine, deformation);
+      const at::Tensor moved = io::sample_mapped(p.m, p.fixed_grid, r.affine, deformation);
       registration::InstanceOptions refine = o.deformable;
       refine.iterations = deformable_levels(o);
       refine.learning_rate = o.refine_learning_rate;
       at::Tensor undo_refine;
-      deformation = fit_on_foreground(moved, refine, deformation, o.inverse ? &undo_refine : nullptr, moved_mask(deformation));
+      deformation = fit_on_foreground(p, o.crop, moved, refine, deformation, o.inverse ? &undo_refine : nullptr,
+                                      moved_mask(deformation));
       // The inverse undoes the network's map first, then the refinement.
-      if (o.inverse) undo = ops::compose(undo_refine, undo);
-      lap("refine");
+      if (o.inverse) *undo = ops::compose(undo_refine, *undo);
+      lap(times, "refine");
     }
-  } else {
-    // The moving image after the affine, on the fixed grid, is what the field is fitted to.
-    const at::Tensor moved = io::sample_mapped(m, fixed.geometry, r.affine, at::Tensor());
-    lap("resample");
-    registration::InstanceOptions deformable = o.deformable;
-    if (o.discrete) {
-      // The discrete search's displacement (fixed voxels) is where the velocity starts.
-      registration::DiscreteOptions d = *o.discrete;
-      d.spacing = {fixed.geometry.spacing[2], fixed.geometry.spacing[1], fixed.geometry.spacing[0]};
-      deformable.initial_velocity = registration::discrete_displacement(f, moved.to(device), d, masks.fixed);
-      lap("discrete");
-    }
-    deformation = fit_on_foreground(moved, deformable, at::Tensor(), want_undo, moved_mask(at::Tensor()));
-    lap("deformable");
+    return deformation;
   }
+  // The moving image after the affine, on the fixed grid, is what the field is fitted to.
+  const at::Tensor moved = io::sample_mapped(p.m, p.fixed_grid, r.affine, at::Tensor());
+  lap(times, "resample");
+  registration::InstanceOptions deformable = o.deformable;
+  if (o.discrete) {
+    // The discrete search's displacement (fixed voxels) is where the velocity starts.
+    registration::DiscreteOptions d = *o.discrete;
+    d.spacing = {p.fixed_grid.spacing[2], p.fixed_grid.spacing[1], p.fixed_grid.spacing[0]};
+    deformable.initial_velocity = registration::discrete_displacement(f, moved.to(p.device), d, p.masks.fixed);
+    lap(times, "discrete");
+  }
+  const at::Tensor deformation = fit_on_foreground(p, o.crop, moved, deformable, at::Tensor(), want_undo, moved_mask(at::Tensor()));
+  lap(times, "deformable");
+  return deformation;
+}
+
+}  // namespace
+
+PairResult register_pair(io::Volume fixed, io::Volume moving, const PairOptions& given_options, StageTimes* times,
+                         const PairMasks& given_masks) {
+  PairResult r;
+  const Pair p = prepare(fixed, moving, given_options, given_masks, r);
+  lap(times, "normalise");
+  const PairOptions& o = r.options;
+  r.affine = at::eye(4, at::kDouble);
+  if (o.stages != Stages::DeformableOnly) {
+    pre_align(p.f, p.fixed_grid, p.m, p.masks, p.judged, r.mutual_information.margin_mm, p.device, r);
+    lap(times, "affine");
+  }
+  c10::AutoGradMode no_grad(false);
+  at::Tensor undo;  // with o.inverse: the inverse of the deformable part, 1×3×D×H×W fixed voxels
+  at::Tensor deformation = deformable_part(p, r, &undo, times);
   if (o.inverse) {
-    r.inverse = io::inverse_map(moving.geometry, fixed.geometry, r.affine, undo);
-    lap("inverse");
+    r.inverse = io::inverse_map(p.moving_grid, p.fixed_grid, r.affine, undo);
+    lap(times, "inverse");
   }
   // In place: the deformable part becomes the whole map.
-  r.displacement = io::compose_affine_(fixed.geometry, r.affine, deformation);
-  lap("compose");
-  r.loss_after = detail::mapped_similarity_loss(kind, f, fixed.geometry, m, at::Tensor(), r.displacement, r.masks);
-  r.mutual_information.after = detail::mapped_mutual_information(f, fixed.geometry, m, at::Tensor(), r.displacement, judged);
-  lap("check");
+  r.displacement = io::compose_affine_(p.fixed_grid, r.affine, deformation);
+  lap(times, "compose");
+  const registration::Similarity kind = o.deformable.similarity;
+  r.loss_after = detail::mapped_similarity_loss(kind, p.f, p.fixed_grid, p.m, at::Tensor(), r.displacement, r.masks);
+  r.mutual_information.after =
+      detail::mapped_mutual_information(p.f, p.fixed_grid, p.m, at::Tensor(), r.displacement, p.judged);
+  lap(times, "check");
   return r;
 }
 

@@ -15,6 +15,7 @@
 #include "autoreg/io/grid.h"
 #include "autoreg/io/volume.h"
 #include "autoreg/pair/frame.h"
+#include "autoreg/registration/field_box.h"
 #include "autoreg/registration/augment.h"
 
 namespace autoreg::pipeline {
@@ -147,7 +148,7 @@ registration::TrainingSet load_training_set(const io::Manifest& manifest, regist
   io::Volume reference = io::read_volume(reference_row.image);
   reference.data = io::normalize_intensity(reference.data, info.normalization[0], info.normalization[1]);
   if (info.grid[0] == 0) {
-    const Box box = foreground_box(reference.data, reference.data, 0);
+    const registration::Box box = registration::foreground_box(reference.data, reference.data, 0);
     for (int d = 0; d < 3; ++d) {
       const double mm = double(box[d][1] - box[d][0]) * reference.geometry.spacing[2 - d] + 16.0;
       const int64_t n = int64_t(std::ceil(mm / info.spacing[d]));
