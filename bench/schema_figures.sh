@@ -42,6 +42,11 @@
 #  7 dups     `duplicates --most 200` over the whole tree: pairs, those marked boilerplate,
 #             and the rest (17 at be5c3bf).
 #  8 tclap    per apps/ file: lines naming ValueArg/SwitchArg/MultiArg, and all TCLAP:: lines.
+#  9 arrows   #include lines that run back up the rooms' order (pair -> runs or another room
+#             design.md's table does not give it, as parallel/; a room below
+#             pipeline/ including pair, runs or pipeline; one of registration's four rooms
+#             including a later one), and include loops among pipeline/pair's and
+#             pipeline/runs' headers (a stand-in for the farm-studio arrows, a tool not here).
 set -euo pipefail
 
 tree=${1:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
@@ -375,6 +380,58 @@ if dup:
                  + ('; ' + incomplete[0] if incomplete else '')))
 else:
     rows.append(('7 duplicates pairs, not boilerplate', '?', 'the duplicates tool is not on PATH'))
+
+# ---- 9: include arrows that run back up, and include loops among pipeline's headers
+INCLUDE = re.compile(r'#include "(?:autoreg/)?([a-z_]+/)?([a-z_]+)\.h"')
+def includes(path):
+    return [(m.group(1) or '', m.group(2)) for m in INCLUDE.finditer(text(path))]
+def sources(folder):
+    out = []
+    for d, _, names in os.walk(os.path.join(root, folder)):
+        out += [os.path.relpath(os.path.join(d, n), root) for n in names if n.endswith(('.h', '.cpp', '.hxx'))]
+    return sorted(out)
+up = []
+PAIR_USES = {'', 'pair/', 'io/', 'rt/', 'registration/', 'qc/', 'base/'}  # docs/design.md's table
+for p in sources('pipeline/pair'):  # pair is below runs, and uses only the rooms its row names
+    up += [f'{p} -> {r}{h}' for r, h in includes(p) if r not in PAIR_USES]
+for room in ('base', 'ops', 'io', 'registration', 'search', 'segmentation', 'qc', 'rt', 'parallel'):
+    for p in sources(room):  # the rooms below pipeline/
+        up += [f'{p} -> {r}{h}' for r, h in includes(p) if r in ('pair/', 'runs/', 'pipeline/')]
+uses = {'losses': set(), 'classical': {'losses'}, 'networks': set(), 'training': {'losses', 'networks'}}
+home = {}
+for sub in uses:
+    for p in sources(f'registration/{sub}/include'):
+        home[os.path.basename(p)[:-2]] = sub
+for sub in uses:  # registration's four rooms, each using only those listed before it
+    for p in sources(f'registration/{sub}'):
+        up += [f'{p} -> registration/{h}' for r, h in includes(p)
+               if r == 'registration/' and home.get(h, sub) not in uses[sub] | {sub}]
+graph = {}
+for room, prefix in (('pipeline/pair', 'pair/'), ('pipeline/runs', 'runs/')):
+    for p in sources(room):
+        if not p.endswith('.h') or '/autoreg/pipeline/' in p:  # not the forwarding headers
+            continue
+        here = os.path.dirname(p)
+        deps = set()
+        for r, h in includes(p):
+            if r in ('pair/', 'runs/'):
+                deps.add(r + h)
+            elif not r and os.path.exists(os.path.join(root, here, h + '.h')):
+                deps.add(prefix + h)
+        graph[prefix + os.path.basename(p)[:-2]] = deps
+loops = set()
+def walk(node, path):
+    for nxt in graph.get(node, ()):
+        if nxt in path:
+            loop = path[path.index(nxt):]
+            i = loop.index(min(loop))
+            loops.add(' -> '.join(loop[i:] + loop[:i]))
+        elif len(path) < 12:
+            walk(nxt, path + [nxt])
+for n in graph:
+    walk(n, [n])
+rows.append(('9 include arrows back up', str(len(up)), '; '.join(up[:4]) + (' …' if len(up) > 4 else '')))
+rows.append(('  include loops among pipeline headers', str(len(loops)), '; '.join(sorted(loops))))
 
 # ---- print
 print(f'issue 62 figures for {root}')
