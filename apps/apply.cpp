@@ -12,7 +12,6 @@
 #include <tclap/CmdLine.h>
 
 #include <cstdio>
-#include <initializer_list>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -65,10 +64,10 @@ base::Schema<ApplyCommand> apply_schema() {
   base::Schema<C> rest{
       base::choice_field<C>("interpolation", "interpolation", "linear (images) or nearest (label maps)", kInterpolationNames,
                             &C::interpolation),
-      {"moving_orientation", "moving-orientation", "CODE",
-       "override a wrong header: where the moving volume's voxel axes point, e.g. LIA (as given to register)",
-       [](const C& c) { return c.moving_orientation; },
-       [](C& c, const std::string& t) { c.moving_orientation = checked_orientation("--moving-orientation", t); }},
+      pipeline::orientation_field<C>(
+          "moving_orientation", "moving-orientation",
+          "override a wrong header: where the moving volume's voxel axes point, e.g. LIA (as given to register)",
+          &C::moving_orientation),
       base::text_field<C>("contours", "contours", "RS.dcm",
                           "instead of an image: an RT Structure Set drawn on the moving DICOM series (--moving: its "
                           "folder), carried through the field onto the series --reference (its folder, the field's grid) "
@@ -87,17 +86,9 @@ base::Schema<ApplyCommand> apply_schema() {
   return rows;
 }
 
-// The first of `options` given ("" for none).
-std::string first_given(const SchemaArgs<ApplyCommand>& given, std::initializer_list<const char*> options) {
-  for (const char* o : options) {
-    if (given.given(o)) return o;
-  }
-  return "";
-}
-
 int apply_points(const ApplyCommand& c, const SchemaArgs<ApplyCommand>& given) {
   const std::string image_option =
-      first_given(given, {"moving", "reference", "interpolation", "moving-orientation", "qc", "fixed-contours", "json"});
+      given.first_given({"moving", "reference", "interpolation", "moving-orientation", "qc", "fixed-contours", "json"});
   if (!image_option.empty()) throw UsageError("--" + image_option + " is for images; --points moves points");
   pipeline::ApplyPointsJob job{c.field, c.points, c.out, c.point_index.options()};
   refuse_overwrite({&job.out}, {&job.field, &job.points});
@@ -107,7 +98,7 @@ int apply_points(const ApplyCommand& c, const SchemaArgs<ApplyCommand>& given) {
 }
 
 int apply_contours(const ApplyCommand& c, const SchemaArgs<ApplyCommand>& given) {
-  const std::string image_option = first_given(given, {"interpolation", "moving-orientation", "qc", "points"});
+  const std::string image_option = given.first_given({"interpolation", "moving-orientation", "qc", "points"});
   if (!image_option.empty()) throw UsageError("--" + image_option + " is for images; --contours carries a structure set");
   if (c.point_index.is_set()) throw UsageError("--points-grid and --points-index-base go with --points");
   if (c.moving.empty() || c.reference.empty()) {

@@ -25,11 +25,6 @@ using pipeline::parse_int_list;
 
 using pipeline::refuse_overwrite;
 
-using pipeline::checked_orientation;  // an orientation code (e.g. LIA) checked (register_job.h)
-
-using pipeline::parse_grid;  // "96x112x96" → {96, 112, 96} (option_values.h)
-
-
 // The pipeline's options for registration settings (pipeline::pair_options): settings
 // that contradict each other are a UsageError, and so is "default" where no default model
 // is installed; a model file that cannot be read is bad input.

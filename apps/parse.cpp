@@ -5,6 +5,7 @@
 
 #include "autoreg/base/errors.h"
 #include "help.h"
+#include "schema_args.h"
 
 namespace autoreg::apps {
 namespace {
@@ -54,9 +55,11 @@ void parse(TCLAP::CmdLine& cmd, int argc, char** argv) {
     const std::string prefix = "Argument: ";
     if (word.rfind(prefix, 0) == 0) word = word.substr(prefix.size());
     if (e.error().find("Couldn't find match for argument") == std::string::npos || word.rfind('-', 0) != 0) throw;
-    std::vector<std::string> known;
+    std::vector<std::string> known, listed;  // listed: not the older spellings (schema_args.h), which --help leaves out
     for (TCLAP::Arg* a : cmd.getArgList()) {
-      if (!a->getName().empty() && a->getName() != "ignore_rest") known.push_back("--" + a->getName());
+      if (a->getName().empty() || a->getName() == "ignore_rest") continue;
+      known.push_back("--" + a->getName());
+      if (!is_alias(*a)) listed.push_back(known.back());
     }
     const size_t equals = word.find('=');
     if (equals != std::string::npos) {
@@ -67,7 +70,7 @@ void parse(TCLAP::CmdLine& cmd, int argc, char** argv) {
       }
       word = name;
     }
-    const std::vector<std::string> near = closest_options(word, known);
+    const std::vector<std::string> near = closest_options(word, listed);
     std::string message = "unknown option " + word;
     for (size_t i = 0; i < near.size(); ++i) message += (i == 0 ? "; did you mean " : " or ") + near[i];
     message += near.empty() ? " (--help lists the options)" : "?";

@@ -18,7 +18,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -80,16 +79,11 @@ std::string written_line(const pipeline::RegisterJob& p) {
 // What only the command line can say wrongly: the options that go together or exclude
 // each other, for one pair or for --pairs.
 void check_given(const SchemaArgs<RegisterCommand>& given, const pipeline::RegisterJob& p) {
-  const auto any = [&](std::initializer_list<const char*> options) {
-    for (const char* o : options) {
-      if (given.given(o)) return std::string(o);
-    }
-    return std::string();
-  };
   if (given.given("pairs")) {
-    const std::string one = any({"fixed", "moving", "out-warped", "out-field", "moving-labels", "out-labels", "out-affine",
-                                 "fixed-labels", "out-inverse-field", "qc", "fixed-points", "moving-points", "fixed-mask",
-                                 "moving-mask", "moving-contours", "fixed-contours", "out-contours"});
+    const std::string one = given.first_given({"fixed", "moving", "out-warped", "out-field", "moving-labels", "out-labels",
+                                               "out-affine", "fixed-labels", "out-inverse-field", "qc", "fixed-points",
+                                               "moving-points", "fixed-mask", "moving-mask", "moving-contours",
+                                               "fixed-contours", "out-contours"});
     if (!one.empty()) throw UsageError("--pairs lists the pairs; --" + one + " is for one pair");
     if (!given.given("out-dir")) throw UsageError("--pairs needs --out-dir");
     if (given.given("merge") && (given.given("shard") || given.given("resume"))) {
@@ -98,13 +92,15 @@ void check_given(const SchemaArgs<RegisterCommand>& given, const pipeline::Regis
     if (given.given("allow-missing") && !given.given("merge")) throw UsageError("--allow-missing goes with --merge");
     return;
   }
-  const std::string batch_only = any({"out-dir", "resume", "inverse", "shard", "merge", "allow-missing"});
+  const std::string batch_only = given.first_given({"out-dir", "resume", "inverse", "shard", "merge", "allow-missing"});
   if (!batch_only.empty()) throw UsageError("--" + batch_only + " goes with --pairs");
   for (const char* o : {"fixed", "moving"}) {
     if (!given.given(o)) throw UsageError(std::string("--") + o + " is required (or --pairs for many pairs)");
   }
   // Any one output will do: only the warped image, only the labels, only the summary.
-  if (any({"out-warped", "out-field", "out-labels", "out-contours", "out-affine", "out-inverse-field", "qc", "json"}).empty()) {
+  if (given.first_given({"out-warped", "out-field", "out-labels", "out-contours", "out-affine", "out-inverse-field", "qc",
+                         "json"})
+          .empty()) {
     throw UsageError("nothing to write: give --out-warped FILE (the moving image on the fixed grid), --out-field FILE "
                      "(the displacement field), --out-labels, --out-contours, --out-affine, --out-inverse-field, "
                      "--qc or --json (the summary only)");

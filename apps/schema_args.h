@@ -6,7 +6,10 @@
 #include <tclap/CmdLine.h>
 
 #include <algorithm>
+#include <initializer_list>
+#include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -83,35 +86,79 @@ class RowOption {
   std::vector<std::unique_ptr<TCLAP::Arg>> args_;
 };
 
+// The options of a schema's rows (but those the command declares itself,
+// SettingField::command_option), each read back through its row.
 template <typename S>
 class SchemaArgs {
  public:
-  SchemaArgs(TCLAP::CmdLine& cmd, base::Schema<S> schema, const S& defaults) : schema_(std::move(schema)) {
+  // `unset`: what the help says is the default of a row the defaults leave empty ("":
+  // nothing; the registration's options say "none").
+  SchemaArgs(TCLAP::CmdLine& cmd, base::Schema<S> schema, const S& defaults, const std::string& unset = "")
+      : schema_(std::move(schema)) {
     for (const base::SettingField<S>& f : schema_) {
+      if (f.command_option) continue;
       const std::string value = f.switch_option() || f.required ? "" : f.get(defaults);
-      options_.push_back(std::make_unique<RowOption>(cmd, f, value));
+      options_.push_back({&f, std::make_unique<RowOption>(cmd, f, value.empty() && !f.switch_option() ? unset : value)});
     }
   }
 
   // Whether the option `option` (without dashes; or an older spelling of it) was given.
   bool given(const std::string& option) const {
-    for (const auto& o : options_) {
-      if (o->option() == option) return o->given();
+    for (const Option& o : options_) {
+      if (o.arg->option() == option) return o.arg->given();
     }
-    return false;
+    throw std::logic_error("no option --" + option + " among this command's rows");
   }
 
-  // `s` with every option given on the command line set through its row.
+  // The first of `options` given ("" for none).
+  std::string first_given(std::initializer_list<const char*> options) const {
+    for (const char* o : options) {
+      if (given(o)) return o;
+    }
+    return "";
+  }
+
+  // `s` with every option given on the command line set through its row, in the rows' order.
   S settings(S s) const {
-    for (size_t i = 0; i < schema_.size(); ++i) {
-      if (options_[i]->given()) schema_[i].set(s, options_[i]->value());
+    for (const Option& o : options_) {
+      if (was_given(o)) o.row->set(s, o.arg->value());
     }
     return s;
   }
 
+  // The texts given, by keyword (a switch: the value its presence gives).
+  std::map<std::string, std::string> given_texts() const {
+    std::map<std::string, std::string> texts;
+    for (const Option& o : options_) {
+      if (was_given(o)) texts[o.row->keyword] = o.arg->value();
+    }
+    return texts;
+  }
+
+  // Every argument these rows declared, the older spellings too.
+  std::vector<const TCLAP::Arg*> args() const {
+    std::vector<const TCLAP::Arg*> out;
+    for (const Option& o : options_) {
+      for (const TCLAP::Arg* a : o.arg->args()) out.push_back(a);
+    }
+    return out;
+  }
+
  private:
+  struct Option {
+    const base::SettingField<S>* row;
+    std::unique_ptr<RowOption> arg;
+  };
+
+  // Whether `o` was given; a required row with older spellings is checked here, since
+  // TCLAP can require neither spelling.
+  static bool was_given(const Option& o) {
+    if (!o.arg->given() && o.row->required) throw base::UsageError("--" + o.row->option + " is required");
+    return o.arg->given();
+  }
+
   base::Schema<S> schema_;
-  std::vector<std::unique_ptr<RowOption>> options_;
+  std::vector<Option> options_;
 };
 
 // What only a command line can say wrongly about running on many processes (the

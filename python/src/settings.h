@@ -9,7 +9,6 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -42,12 +41,8 @@ template <typename S>
 void set_through_rows(const base::Schema<S>& schema, const py::dict& kw, S& s) {
   for (const auto& item : kw) {
     const std::string keyword = py::cast<std::string>(item.first);
-    const auto row = std::find_if(schema.begin(), schema.end(), [&](const auto& r) { return r.keyword == keyword; });
-    if (row == schema.end()) {
-      std::string known;
-      for (const auto& r : schema) known += (known.empty() ? "" : ", ") + r.keyword;
-      throw base::UsageError("unknown keyword '" + keyword + "' (known: " + known + ")");
-    }
+    const base::SettingField<S>* row = base::find_row(schema, keyword);
+    if (!row) throw base::UsageError("unknown keyword '" + keyword + "' (known: " + base::keywords_text(schema) + ")");
     if (!item.second.is_none()) row->set(s, setting_text(item.second));
   }
 }

@@ -33,7 +33,9 @@ std::vector<std::pair<std::string, std::string>> Searcher::fingerprint() const {
   }
   std::string grid;
   for (int d = 0; d < 3; ++d) grid += (d ? "x" : "") + std::to_string(info_.grid[d]);
-  // Named as the command's options are, so that a refused resume says which one changed.
+  // Named as the command's options were when runs began recording them ("lr", not the
+  // --learning-rate of today), so that a refused resume says which one changed; kept so
+  // that earlier runs still resume.
   return {{"batch", std::to_string(o.batch)},
           {"mode", to_string(o.mode)},
           {"order", to_string(o.order)},

@@ -9,6 +9,7 @@
 #include "autoreg/io/grid.h"
 #include "autoreg/io/mapped.h"
 #include "autoreg/io/transform.h"
+#include "autoreg/registration/field_box.h"
 
 namespace autoreg::pipeline {
 

@@ -23,12 +23,10 @@ namespace {
 
 using J = RegisterJob;
 
-// A header override: an orientation code checked when it is read.
+// A header override of the `whose` image.
 base::SettingField<J> orientation(const char* keyword, const char* option, const char* whose, std::string J::*m) {
-  base::SettingField<J> row = base::text_field<J>(
-      keyword, option, "CODE", std::string("override a wrong header: where the ") + whose + " voxel axes point, e.g. LIA", m);
-  row.set = [m, o = "--" + std::string(option)](J& j, const std::string& t) { j.*m = checked_orientation(o, t); };
-  return row;
+  return orientation_field<J>(keyword, option,
+                              std::string("override a wrong header: where the ") + whose + " voxel axes point, e.g. LIA", m);
 }
 
 }  // namespace

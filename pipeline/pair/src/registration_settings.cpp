@@ -339,12 +339,12 @@ void add_optimisation_rows(std::vector<SettingRow>& rows) {
                   "mm at every level (0.4 in --preset breathing)",
                   [](const S& s) { return number_text(s.learning_rate); },
                   [](S& s, const std::string& t) { s.learning_rate = parse_number("learning-rate", t); }, "0.3", SettingKind::Number));
-  rows.push_back(row("ncc_window_mm", "ncc-window-mm", false, "", "MM",
+  rows.push_back(base::with_aliases(row("ncc_window_mm", "ncc-window-mm", false, "", "MM",
                   "instance optimisation's local NCC window in mm along each axis, the same neighbourhood at every "
                   "level and on thick slices (0: 5 voxels of each level, 7 at the finest)",
                   [](const S& s) { return number_text(s.ncc_window_mm); },
-                  [](S& s, const std::string& t) { s.ncc_window_mm = parse_number("ncc-window-mm", t); }, "7", SettingKind::Number));
-  rows.back().aliases = {"ncc-window"};
+                  [](S& s, const std::string& t) { s.ncc_window_mm = parse_number("ncc-window-mm", t); }, "7", SettingKind::Number),
+                    {"ncc-window"}));
   rows.push_back(row("iterations", "iterations", false, "", "N1,N2,...",
                   "deformable Adam steps per pyramid level, coarse to fine: the last at 1/2 resolution, each before "
                   "it halving again (1 to 6 levels, more for larger motion, e.g. 140,140,70,40 in --preset "
@@ -408,19 +408,19 @@ void add_scan_rows(std::vector<SettingRow>& rows) {
                   "0 for an MR crop); --json reports what was found",
                   [](const S& s) { return padding_text(s.padding); },
                   [](S& s, const std::string& t) { s.padding = parse_padding(t); }, "-1024"));
-  rows.push_back(row("discrete_mm", "discrete-mm", false, "", "MM",
+  rows.push_back(base::with_aliases(row("discrete_mm", "discrete-mm", false, "", "MM",
                   "before instance optimisation, search every displacement up to MM millimetres along each axis on a "
                   "4 mm grid (MIND-SSC cost volume, coupled convex optimisation, as ConvexAdam): motion larger than "
                   "the pyramid follows from zero (0: none)",
                   [](const S& s) { return number_text(s.discrete_mm); },
-                  [](S& s, const std::string& t) { s.discrete_mm = parse_number("discrete-mm", t); }, "20", SettingKind::Number));
-  rows.back().aliases = {"discrete"};
-  rows.push_back(row("discrete_grid_mm", "discrete-grid-mm", false, "", "MM",
+                  [](S& s, const std::string& t) { s.discrete_mm = parse_number("discrete-mm", t); }, "20", SettingKind::Number),
+                    {"discrete"}));
+  rows.push_back(base::with_aliases(row("discrete_grid_mm", "discrete-grid-mm", false, "", "MM",
                   "with --discrete-mm: the search's grid, about MM per voxel; finer follows smaller structures, its cost "
                   "volume (and time) growing with the cube of 1/MM",
                   [](const S& s) { return number_text(s.discrete_grid_mm); },
-                  [](S& s, const std::string& t) { s.discrete_grid_mm = parse_number("discrete-grid-mm", t); }, "3", SettingKind::Number));
-  rows.back().aliases = {"discrete-grid"};
+                  [](S& s, const std::string& t) { s.discrete_grid_mm = parse_number("discrete-grid-mm", t); }, "3", SettingKind::Number),
+                    {"discrete-grid"}));
   rows.push_back(row("exclude_gas", "exclude-gas", false, "", "true|false",
                   "leave gas inside the body (bowel, stomach) out of every similarity in Hounsfield-like scans (CT, "
                   "CBCT): found per scan below halfway between its air and its soft tissue, not connected to the air "
@@ -446,12 +446,8 @@ const std::vector<SettingRow>& setting_rows() {
 }
 
 const SettingRow& setting_row(const std::string& keyword) {
-  for (const SettingRow& r : setting_rows()) {
-    if (r.keyword == keyword) return r;
-  }
-  std::string known;
-  for (const SettingRow& r : setting_rows()) known += (known.empty() ? "" : ", ") + r.keyword;
-  throw SettingsError("unknown setting '" + keyword + "' (known: " + known + ")");
+  if (const SettingRow* row = base::find_row(setting_rows(), keyword)) return *row;
+  throw SettingsError("unknown setting '" + keyword + "' (known: " + base::keywords_text(setting_rows()) + ")");
 }
 
 RegistrationSettings settings_given(const std::map<std::string, std::string>& given) {

@@ -101,10 +101,9 @@ const base::Schema<SearchSettings>& search_schema() {
   static const base::Schema<S> schema = [] {
     const base::Schema<O> own = search_option_rows();
     auto option = [&own](const std::string& keyword) {
-      for (const auto& row : own) {
-        if (row.keyword == keyword) return base::nested_row(row, &S::search);
-      }
-      throw std::logic_error("search_schema: no row " + keyword);
+      const base::SettingField<O>* row = base::find_row(own, keyword);
+      if (!row) throw std::logic_error("search_schema: no row " + keyword);
+      return base::nested_row(*row, &S::search);
     };
     base::Schema<S> rows{
         base::text_field<S>("manifest", "manifest", "FILE", "CSV manifest of the dataset (needs labelled val rows)",

@@ -4,7 +4,6 @@
 #include <torch/optim/adam.h>
 
 #include <memory>
-#include <sstream>
 
 namespace autoreg::registration {
 

@@ -230,7 +230,9 @@ double Trainer::validate() { return validation_dice(*model_.network, data_, opti
 
 std::vector<std::pair<std::string, std::string>> Trainer::fingerprint() const {
   const auto text = [](auto v) { return exact_text(double(v)); };
-  // Named as the command's options are, so that a refused resume says which one changed.
+  // Named as the command's options were when runs began recording them ("lr", not the
+  // --learning-rate of today), so that a refused resume says which one changed; kept so
+  // that earlier runs still resume.
   std::vector<std::pair<std::string, std::string>> f = {
       {"lr", text(options_.learning_rate)},
       {"batch", text(options_.batch)},

@@ -66,10 +66,6 @@ struct NameTable {
   }
 };
 
-}  // namespace autoreg::base
-
-namespace autoreg::base {
-
 // Where a computation runs, as --device, the settings, Python and the ITK filter name it.
 // Every check of a device name above ops/ is this table's (ops::parse_device, in a room
 // that may not use base/, checks the two names itself and whether CUDA is there).

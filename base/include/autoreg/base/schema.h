@@ -13,7 +13,6 @@
 #include <limits>
 #include <tuple>
 #include <utility>
-#include <cstdlib>
 #include <functional>
 #include <optional>
 #include <type_traits>
@@ -74,6 +73,23 @@ template <typename S>
 SettingField<S> with_aliases(SettingField<S> row, std::vector<std::string> aliases) {
   row.aliases = std::move(aliases);
   return row;
+}
+
+// The row of `keyword` in `schema`, or nullptr.
+template <typename S>
+const SettingField<S>* find_row(const Schema<S>& schema, const std::string& keyword) {
+  for (const SettingField<S>& f : schema) {
+    if (f.keyword == keyword) return &f;
+  }
+  return nullptr;
+}
+
+// The schema's keywords, ", "-joined (what a message about an unknown keyword lists).
+template <typename S>
+std::string keywords_text(const Schema<S>& schema) {
+  std::string known;
+  for (const SettingField<S>& f : schema) known += (known.empty() ? "" : ", ") + f.keyword;
+  return known;
 }
 
 // ---- rows for the common kinds of field -------------------------------------------

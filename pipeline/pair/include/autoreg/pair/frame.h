@@ -11,18 +11,9 @@
 #include <cstdint>
 
 #include "autoreg/io/volume.h"
-#include "autoreg/registration/field_box.h"
 #include "autoreg/registration/model_file.h"
 
 namespace autoreg::pipeline {
-
-// The field helpers (the box, crop, expand_field) are autoreg/registration/field_box.h's;
-// their names here are kept for one release, for programs that used them from this header.
-using registration::Box;
-using registration::crop;
-using registration::expand_field;
-using registration::foreground_box;
-using registration::uncrop_replicate;
 
 // The model grid for a fixed image (intensities normalised): info.grid voxels of
 // info.spacing mm along the anatomical axes info.orientation names (the fixed image's

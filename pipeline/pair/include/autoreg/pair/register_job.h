@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <string>
+#include <utility>
 
 #include "autoreg/base/schema.h"
 #include "autoreg/io/points.h"
@@ -99,5 +100,14 @@ const base::Schema<RegisterJob>& register_job_schema();
 // An orientation code (e.g. LIA) checked for io::with_orientation; "" passes. A
 // base::UsageError naming `option` otherwise.
 std::string checked_orientation(const std::string& option, const std::string& code);
+
+// The row of a header override (the orientation code, checked when it is read).
+template <typename S>
+base::SettingField<S> orientation_field(std::string keyword, const std::string& option, std::string help,
+                                        std::string S::*member) {
+  base::SettingField<S> row = base::text_field<S>(std::move(keyword), option, "CODE", std::move(help), member);
+  row.set = [member, o = "--" + option](S& s, const std::string& t) { s.*member = checked_orientation(o, t); };
+  return row;
+}
 
 }  // namespace autoreg::pipeline

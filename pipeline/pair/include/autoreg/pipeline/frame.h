@@ -3,3 +3,14 @@
 // release; it will then be removed.
 #pragma once
 #include "autoreg/pair/frame.h"
+#include "autoreg/registration/field_box.h"
+
+namespace autoreg::pipeline {
+// The field helpers moved on to autoreg/registration/field_box.h (the algorithms' room);
+// their old names here, for the same release.
+using registration::Box;
+using registration::crop;
+using registration::expand_field;
+using registration::foreground_box;
+using registration::uncrop_replicate;
+}  // namespace autoreg::pipeline
